@@ -1,0 +1,82 @@
+// blob.hpp — an N-dimensional float array (data and gradient) that lives on one device.
+//
+// A Blob never allocates. During setup only its shape is set; the memory plan (memory.hpp) then binds
+// it to a region of the device's arena. After binding, Reshape may only keep or shrink the element
+// count. Reading a GPU blob on the host is an explicit copy, never a side effect of an accessor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "cortado/context.hpp"
+
+namespace cortado {
+
+class BlobProto;
+class BlobShape;
+
+class Blob {
+ public:
+  static constexpr int kMaxAxes = 32;
+
+  Blob() = default;
+  explicit Blob(const std::vector<int>& shape) { Reshape(shape); }
+  Blob(const Blob&) = delete;
+  Blob& operator=(const Blob&) = delete;
+
+  // ---- shape -------------------------------------------------------------------------------------
+  void Reshape(const std::vector<int>& shape);
+  void Reshape(const BlobShape& shape);
+  void ReshapeLike(const Blob& other) { Reshape(other.shape()); }
+  const std::vector<int>& shape() const { return shape_; }
+  int shape(int axis) const { return shape_[CanonicalAxisIndex(axis)]; }
+  int num_axes() const { return static_cast<int>(shape_.size()); }
+  int64_t count() const { return count_; }
+  int64_t count(int start_axis, int end_axis) const;  // product of dims in [start, end)
+  int64_t count(int start_axis) const { return count(start_axis, num_axes()); }
+  int CanonicalAxisIndex(int axis) const;  // accepts negative axes, -1 = last
+  std::string shape_string() const;        // "64 1 28 28 (50176)"
+  bool ShapeEquals(const BlobProto& other) const;
+  // Caffe's legacy 4-D accessors: a missing axis reads as 1.
+  int LegacyShape(int index) const;
+  int num() const { return LegacyShape(0); }
+  int channels() const { return LegacyShape(1); }
+  int height() const { return LegacyShape(2); }
+  int width() const { return LegacyShape(3); }
+  int64_t offset(int n, int c = 0, int h = 0, int w = 0) const;
+
+  // ---- memory ------------------------------------------------------------------------------------
+  // Points this blob at memory owned by an arena. diff may be null (a blob nobody differentiates).
+  void Bind(Device device, float* data, float* diff, int64_t capacity);
+  // Makes this blob read and write another blob's memory (Flatten, Reshape, shared parameters).
+  void ShareData(const Blob& other);
+  void ShareDiff(const Blob& other);
+  bool bound() const { return data_ != nullptr || count_ == 0; }
+  Device device() const { return device_; }
+  int64_t capacity() const { return capacity_; }
+  float* data() { return data_; }
+  const float* data() const { return data_; }
+  float* diff() { return diff_; }
+  const float* diff() const { return diff_; }
+  bool has_diff() const { return diff_ != nullptr; }
+  float data_at(int n, int c = 0, int h = 0, int w = 0) const { return data_[offset(n, c, h, w)]; }
+  float diff_at(int n, int c = 0, int h = 0, int w = 0) const { return diff_[offset(n, c, h, w)]; }
+
+  // ---- serialisation (host blobs) ----------------------------------------------------------------
+  // Copies values from a proto; the shape must match unless reshape is true (before binding).
+  void FromProto(const BlobProto& proto, bool reshape = false);
+  void ToProto(BlobProto* proto, bool write_diff = false) const;
+
+ private:
+  std::vector<int> shape_;
+  int64_t count_ = 0;
+  int64_t capacity_ = 0;
+  Device device_ = Device::kCPU;
+  float* data_ = nullptr;
+  float* diff_ = nullptr;
+};
+
+using BlobVec = std::vector<Blob*>;
+
+}  // namespace cortado

@@ -1,0 +1,140 @@
+// layer.hpp — the contract every layer keeps.
+//
+// Life of a layer inside a Net:
+//   1. constructed from its LayerParameter and the Context (device, RNG);
+//   2. SetUp(bottom, top): checks blob counts, LayerSetUp (reads parameters, declares the shapes of
+//      learnable blobs), Reshape (sets top shapes and the shapes of scratch buffers). Nothing is
+//      allocated: shapes only;
+//   3. the Net's memory plan binds tops, learnable blobs (inside the flat parameter buffer) and the
+//      buffers listed by scratch_buffers() to arena memory;
+//   4. InitParams() fills learnable blobs with their fillers (skipped when weights are copied in);
+//   5. Forward / Backward, any number of times, with no allocation.
+//
+// Backward *accumulates* into learnable blobs' diffs (the Net zeroes them once per iteration), so
+// parameters shared between layers and iter_size > 1 work without copies. Bottom diffs are written,
+// not accumulated (Split layers sum the branches).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cortado/blob.hpp"
+#include "cortado/context.hpp"
+#include "cortado/cortado.pb.h"
+
+namespace cortado {
+
+class Layer {
+ public:
+  Layer(const LayerParameter& param, Context& ctx) : param_(param), ctx_(ctx) {}
+  virtual ~Layer() = default;
+  Layer(const Layer&) = delete;
+  Layer& operator=(const Layer&) = delete;
+
+  // ---- setup -------------------------------------------------------------------------------------
+  void SetUp(const BlobVec& bottom, const BlobVec& top);
+  virtual void LayerSetUp(const BlobVec& bottom, const BlobVec& top) {}
+  virtual void Reshape(const BlobVec& bottom, const BlobVec& top) = 0;
+  // Fills learnable blobs after they are bound. Default: weight_filler / bias_filler of the layer's
+  // own parameter message are the layer's job; layers without parameters do nothing.
+  virtual void InitParams() {}
+
+  // ---- running -----------------------------------------------------------------------------------
+  // Runs the forward pass on the context's device and returns this layer's weighted loss.
+  float Forward(const BlobVec& bottom, const BlobVec& top);
+  void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
+
+  // ---- description -------------------------------------------------------------------------------
+  virtual const char* type() const = 0;
+  const LayerParameter& layer_param() const { return param_; }
+  const std::string& name() const { return param_.name(); }
+  Phase phase() const { return param_.phase(); }
+  // "layer conv1 (Convolution)" — the prefix of every error message about this layer.
+  std::string Describe() const;
+
+  // Blob-count contract; -1 means "no constraint".
+  virtual int ExactNumBottomBlobs() const { return -1; }
+  virtual int MinBottomBlobs() const { return -1; }
+  virtual int MaxBottomBlobs() const { return -1; }
+  virtual int ExactNumTopBlobs() const { return -1; }
+  virtual int MinTopBlobs() const { return -1; }
+  virtual int MaxTopBlobs() const { return -1; }
+  virtual bool EqualNumBottomTopBlobs() const { return false; }
+  // Loss layers create their loss top even when the prototxt names none.
+  virtual bool AutoTopBlobs() const { return false; }
+  // Whether force_backward may ask for the gradient of this bottom (labels: no).
+  virtual bool AllowForceBackward(int bottom_index) const { return true; }
+  // A top that is only a view of a bottom's memory (Flatten, Reshape): the bottom's index, else -1.
+  virtual int TopAliasesBottom(int top_index) const { return -1; }
+  // Whether the layer can run on the GPU. Layers without GPU code are refused on a GPU net.
+  virtual bool HasGpuImplementation() const { return false; }
+
+  // ---- learnable blobs, loss weights, scratch ----------------------------------------------------
+  std::vector<std::shared_ptr<Blob>>& blobs() { return blobs_; }
+  const std::vector<std::shared_ptr<Blob>>& blobs() const { return blobs_; }
+  bool param_propagate_down(int i) const {
+    return i < static_cast<int>(param_propagate_down_.size()) && param_propagate_down_[i];
+  }
+  void set_param_propagate_down(int i, bool value);
+  float loss(int top_index) const {
+    return top_index < static_cast<int>(loss_.size()) ? loss_[top_index] : 0.0f;
+  }
+  void set_loss(int top_index, float weight);
+  // Buffers the layer needs between Forward and Backward (masks, column buffers, probabilities);
+  // their shapes are set in Reshape and the Net binds them with the rest of the plan. A layer that
+  // runs an inner layer appends the inner layer's scratch buffers and tops here.
+  struct Scratch {
+    Blob* blob;
+    bool with_diff;
+  };
+  virtual std::vector<Scratch> scratch_buffers() const;
+
+ protected:
+  virtual void Forward_cpu(const BlobVec& bottom, const BlobVec& top) = 0;
+  virtual void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom) = 0;
+  virtual void Forward_gpu(const BlobVec& bottom, const BlobVec& top);
+  virtual void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                            const BlobVec& bottom);
+
+  // Declares a scratch buffer (call in LayerSetUp; reshape it in Reshape). Data only unless
+  // with_diff is true.
+  Blob* AddScratch(bool with_diff = false);
+
+  LayerParameter param_;
+  Context& ctx_;
+  std::vector<std::shared_ptr<Blob>> blobs_;
+  std::vector<bool> param_propagate_down_;
+
+ private:
+  void CheckBlobCounts(const BlobVec& bottom, const BlobVec& top) const;
+  void SetLossWeights(const BlobVec& top);
+
+  std::vector<float> loss_;
+  std::vector<std::unique_ptr<Blob>> scratch_;
+  std::vector<bool> scratch_diff_;  // parallel to scratch_
+};
+
+// Loss layers: one or two bottoms (prediction, label), a scalar loss top with weight 1 by default.
+class LossLayer : public Layer {
+ public:
+  using Layer::Layer;
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
+  int ExactNumBottomBlobs() const override { return 2; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool AutoTopBlobs() const override { return true; }
+  bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
+};
+
+// Element-wise layers: one bottom, one top of the same shape; in-place allowed.
+class NeuronLayer : public Layer {
+ public:
+  using Layer::Layer;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override { top[0]->ReshapeLike(*bottom[0]); }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+};
+
+}  // namespace cortado

@@ -1,0 +1,38 @@
+// context.cpp — device choice, the seeded RNG and its saved state.
+#include "cortado/context.hpp"
+
+#include <cblas.h>
+
+#include <chrono>
+#include <sstream>
+
+#include "cortado/error.hpp"
+
+namespace cortado {
+
+const char* DeviceName(Device device) { return device == Device::kGPU ? "GPU" : "CPU"; }
+
+Context::Context(Device device, int64_t seed) : device_(device) { Reseed(seed); }
+
+void Context::Reseed(int64_t seed) {
+  if (seed < 0) seed = std::chrono::steady_clock::now().time_since_epoch().count();
+  rng_.seed(static_cast<std::mt19937::result_type>(seed));
+}
+
+std::string Context::SaveRngState() const {
+  std::ostringstream out;
+  out << rng_;
+  return out.str();
+}
+
+void Context::RestoreRngState(const std::string& state) {
+  std::istringstream in(state);
+  in >> rng_;
+  CORTADO_REQUIRE(!in.fail(), "the saved random-number generator state is corrupt");
+}
+
+void Context::SetCpuThreads(int threads) {
+  if (threads > 0) openblas_set_num_threads(threads);
+}
+
+}  // namespace cortado

@@ -1,0 +1,89 @@
+// math_cpu.cpp — CPU math: CBLAS (OpenBLAS) for the level-1/2/3 routines, plain loops for the rest.
+#include "cortado/math.hpp"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <cstring>
+
+namespace cortado {
+
+namespace {
+CBLAS_TRANSPOSE ToCblas(Trans t) { return t == Trans::kYes ? CblasTrans : CblasNoTrans; }
+}  // namespace
+
+void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
+              const float* b, float beta, float* c) {
+  const int lda = trans_a == Trans::kNo ? k : m;
+  const int ldb = trans_b == Trans::kNo ? n : k;
+  cblas_sgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb,
+              beta, c, n);
+}
+
+void cpu_gemv(Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
+              float* y) {
+  cblas_sgemv(CblasRowMajor, ToCblas(trans_a), m, n, alpha, a, n, x, 1, beta, y, 1);
+}
+
+void cpu_axpy(int64_t n, float alpha, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+}
+
+void cpu_axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
+}
+
+void cpu_scale(int64_t n, float alpha, float* x) {
+  for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
+}
+
+void cpu_scale(int64_t n, float alpha, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
+}
+
+void cpu_copy(int64_t n, const float* x, float* y) {
+  if (x != y && n > 0) std::memcpy(y, x, sizeof(float) * n);
+}
+
+void cpu_set(int64_t n, float value, float* y) {
+  if (value == 0.0f) {
+    if (n > 0) std::memset(y, 0, sizeof(float) * n);
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = value;
+}
+
+float cpu_dot(int64_t n, const float* x, const float* y) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i]) * y[i];
+  return static_cast<float>(sum);
+}
+
+float cpu_asum(int64_t n, const float* x) {
+  double sum = 0;
+  for (int64_t i = 0; i < n; ++i) sum += std::fabs(x[i]);
+  return static_cast<float>(sum);
+}
+
+float cpu_sumsq(int64_t n, const float* x) { return cpu_dot(n, x, x); }
+
+void cpu_add(int64_t n, const float* a, const float* b, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
+}
+void cpu_sub(int64_t n, const float* a, const float* b, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i];
+}
+void cpu_mul(int64_t n, const float* a, const float* b, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
+}
+void cpu_div(int64_t n, const float* a, const float* b, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i];
+}
+void cpu_add_scalar(int64_t n, float alpha, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] += alpha;
+}
+void cpu_sign(int64_t n, const float* x, float* y) {
+  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((0.0f < x[i]) - (x[i] < 0.0f));
+}
+
+}  // namespace cortado

@@ -1,0 +1,162 @@
+// test_util.cpp — the layer fixture and the gradient checker.
+#include "test_util.hpp"
+
+#include <google/protobuf/text_format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+
+namespace cortado::test {
+
+LayerParameter ParseLayer(const std::string& text) {
+  LayerParameter param;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param)) << text;
+  return param;
+}
+
+std::string SourceDir() { return CORTADO_SOURCE_DIR; }
+
+std::string TempDir() {
+  const auto* info = testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = std::string("/tmp/cortado_test_") + std::to_string(getpid()) + "_" +
+                     (info ? std::string(info->test_suite_name()) + "." + info->name() : "x");
+  std::replace(name.begin() + 5, name.end(), '/', '_');
+  std::filesystem::remove_all(name);
+  std::filesystem::create_directories(name);
+  return name;
+}
+
+void FillGaussian(Blob* blob, std::mt19937& rng, float mean, float std) {
+  std::normal_distribution<float> dist(mean, std);
+  for (int64_t i = 0; i < blob->count(); ++i) blob->data()[i] = dist(rng);
+}
+
+void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi) {
+  std::uniform_real_distribution<float> dist(lo, hi);
+  for (int64_t i = 0; i < blob->count(); ++i) blob->data()[i] = dist(rng);
+}
+
+LayerFixture::LayerFixture(const std::string& layer_text,
+                           const std::vector<std::vector<int>>& bottom_shapes, int num_tops,
+                           uint32_t seed)
+    : ctx_(Device::kCPU, seed) {
+  LayerParameter param = ParseLayer(layer_text);
+  if (!param.has_name()) param.set_name("under_test");
+  for (const auto& shape : bottom_shapes) {
+    bottoms_.push_back(std::make_unique<Blob>(shape));
+    bottom_.push_back(bottoms_.back().get());
+  }
+  for (int i = 0; i < num_tops; ++i) {
+    tops_.push_back(std::make_unique<Blob>());
+    top_.push_back(tops_.back().get());
+  }
+  layer_ = LayerRegistry::Create(param, ctx_);
+  layer_->SetUp(bottom_, top_);
+  MemoryPlan plan;
+  for (Blob* b : bottom_) plan.RequestBlob(b, true);
+  for (int i = 0; i < num_tops; ++i) {
+    const int alias = layer_->TopAliasesBottom(i);
+    if (alias < 0) plan.RequestBlob(top_[i], true);
+  }
+  for (auto& p : layer_->blobs()) plan.RequestBlob(p.get(), true);
+  for (const auto& s : layer_->scratch_buffers()) plan.RequestBlob(s.blob, s.with_diff);
+  arena_ = plan.Allocate();
+  for (int i = 0; i < num_tops; ++i) {
+    const int alias = layer_->TopAliasesBottom(i);
+    if (alias >= 0) {
+      top_[i]->ShareData(*bottom_[alias]);
+      top_[i]->ShareDiff(*bottom_[alias]);
+    }
+  }
+  for (int i = 0; i < num_tops; ++i)
+    if (layer_->loss(i) != 0) cpu_set(top_[i]->count(), layer_->loss(i), top_[i]->diff());
+  layer_->InitParams();
+}
+
+void LayerFixture::FillBottoms(float std) {
+  for (Blob* b : bottom_) FillGaussian(b, ctx_.rng(), 0.0f, std);
+}
+
+void LayerFixture::Backward() {
+  for (auto& p : layer_->blobs()) cpu_set(p->count(), 0.0f, p->diff());
+  layer_->Backward(top_, std::vector<bool>(bottom_.size(), true), bottom_);
+}
+
+namespace {
+
+// Objective Σ r·top with r fixed; its gradient w.r.t. the tops is r. Loss tops use their weights.
+double Objective(LayerFixture& f, const std::vector<std::vector<float>>& r) {
+  f.Forward();
+  double total = 0;
+  for (size_t t = 0; t < f.top().size(); ++t) {
+    const Blob& top = *f.top()[t];
+    for (int64_t i = 0; i < top.count(); ++i) total += static_cast<double>(r[t][i]) * top.data()[i];
+  }
+  return total;
+}
+
+void CompareAt(const char* what, int index, int64_t i, float analytic, double numeric,
+               const GradientCheckOptions& o) {
+  const double scale = std::max({std::fabs(static_cast<double>(analytic)), std::fabs(numeric), 1.0});
+  EXPECT_NEAR(analytic, numeric, o.threshold * scale)
+      << what << " " << index << " element " << i << ": analytic " << analytic << " numeric " << numeric;
+}
+
+}  // namespace
+
+void CheckGradient(LayerFixture& f, const GradientCheckOptions& o) {
+  Layer& layer = f.layer();
+  // Weights of the objective: loss weights for loss tops, random otherwise.
+  std::vector<std::vector<float>> r(f.top().size());
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  std::mt19937 rng(4242);
+  f.Forward();
+  for (size_t t = 0; t < f.top().size(); ++t) {
+    Blob& top = *f.top()[t];
+    r[t].resize(top.count());
+    for (auto& v : r[t]) v = layer.loss(static_cast<int>(t)) != 0 ? layer.loss(static_cast<int>(t)) : dist(rng);
+  }
+  // Analytic gradients: one forward, then backward with top diffs = r.
+  auto set_top_diffs = [&] {
+    for (size_t t = 0; t < f.top().size(); ++t)
+      std::copy(r[t].begin(), r[t].end(), f.top()[t]->diff());
+  };
+  f.Forward();
+  set_top_diffs();
+  f.Backward();
+  std::vector<std::vector<float>> bottom_grads, param_grads;
+  for (Blob* b : f.bottom()) bottom_grads.emplace_back(b->diff(), b->diff() + b->count());
+  for (auto& p : layer.blobs()) param_grads.emplace_back(p->diff(), p->diff() + p->count());
+
+  auto numeric_at = [&](float* value) {
+    const float saved = *value;
+    *value = saved + o.step;
+    const double plus = Objective(f, r);
+    *value = saved - o.step;
+    const double minus = Objective(f, r);
+    *value = saved;
+    return (plus - minus) / (2.0 * o.step);
+  };
+  for (size_t b = 0; b < f.bottom().size(); ++b) {
+    if (o.check_bottom >= 0 && static_cast<int>(b) != o.check_bottom) continue;
+    if (std::count(o.skip_bottoms.begin(), o.skip_bottoms.end(), static_cast<int>(b))) continue;
+    Blob& blob = *f.bottom()[b];
+    for (int64_t i = 0; i < blob.count(); ++i) {
+      if (o.kink_range > 0 && std::fabs(blob.data()[i] - o.kink) < o.kink_range) continue;
+      CompareAt("bottom", static_cast<int>(b), i, bottom_grads[b][i], numeric_at(blob.data() + i), o);
+    }
+  }
+  if (!o.check_params) return;
+  for (size_t p = 0; p < layer.blobs().size(); ++p) {
+    Blob& blob = *layer.blobs()[p];
+    for (int64_t i = 0; i < blob.count(); ++i)
+      CompareAt("param", static_cast<int>(p), i, param_grads[p][i], numeric_at(blob.data() + i), o);
+  }
+}
+
+}  // namespace cortado::test

@@ -1,0 +1,67 @@
+// test_util.hpp — what layer tests share: a fixture that builds one layer on blobs of given shapes
+// and binds all its memory, random fills, and a finite-difference gradient checker.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cortado/blob.hpp"
+#include "cortado/layer.hpp"
+#include "cortado/memory.hpp"
+
+namespace cortado::test {
+
+// Parses a text-format LayerParameter; a parse error fails the test.
+LayerParameter ParseLayer(const std::string& text);
+std::string SourceDir();      // the repository root
+std::string TempDir();        // a fresh directory for this test, removed by nobody (under /tmp)
+
+void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 1.0f);
+void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
+
+// One layer with its bottoms and tops, set up and bound in a single arena. The layer's learnable
+// blobs are filled by InitParams().
+class LayerFixture {
+ public:
+  LayerFixture(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
+               int num_tops = 1, uint32_t seed = 1701);
+
+  Layer& layer() { return *layer_; }
+  Context& ctx() { return ctx_; }
+  std::mt19937& rng() { return ctx_.rng(); }
+  const BlobVec& bottom() { return bottom_; }
+  const BlobVec& top() { return top_; }
+  Blob& bottom(int i) { return *bottom_[i]; }
+  Blob& top(int i) { return *top_[i]; }
+
+  // Gaussian bottoms (every bottom, or one).
+  void FillBottoms(float std = 1.0f);
+  float Forward() { return layer_->Forward(bottom_, top_); }
+  void Backward();  // every bottom propagates down; param diffs zeroed first
+
+ private:
+  Context ctx_;
+  std::unique_ptr<Layer> layer_;
+  std::vector<std::unique_ptr<Blob>> bottoms_, tops_;
+  BlobVec bottom_, top_;
+  std::unique_ptr<Arena> arena_;
+};
+
+struct GradientCheckOptions {
+  float step = 1e-2f;        // finite-difference step
+  float threshold = 1e-2f;   // allowed |analytic − numeric| / max(|analytic|, |numeric|, 1)
+  float kink = 0.0f;         // inputs within kink_range of kink are skipped (non-smooth points)
+  float kink_range = -1.0f;
+  int check_bottom = -1;     // -1: every bottom; else only this one
+  bool check_params = true;  // also check learnable blobs
+  std::vector<int> skip_bottoms;  // bottoms without a gradient (labels)
+};
+
+// Checks d(objective)/d(input) for every bottom element and learnable-blob element against central
+// differences, with objective = Σ r_i · top_i (fixed random r), or the loss for loss layers.
+void CheckGradient(LayerFixture& fixture, const GradientCheckOptions& options = {});
+
+}  // namespace cortado::test
