@@ -1,0 +1,70 @@
+// dropout.cpp — Dropout (dropout_param.dropout_ratio r, default 0.5).
+// TRAIN: y = x · m / (1 − r), m ~ Bernoulli(1 − r) drawn afresh each Forward from the context's
+// RNG; Backward applies the same mask: dx = dy · m / (1 − r). TEST: y = x, dx = dy.
+// The mask is kept, already scaled (0 or 1 / (1 − r)), in a scratch buffer. In place works too.
+#include <cstdint>
+
+#include "cortado/error.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+
+namespace cortado {
+
+class DropoutLayer : public NeuronLayer {
+ public:
+  using NeuronLayer::NeuronLayer;
+  const char* type() const override { return "Dropout"; }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    const float ratio = param_.dropout_param().dropout_ratio();
+    CORTADO_REQUIRE(ratio >= 0.0f && ratio < 1.0f, Describe(),
+                    ": dropout_ratio must be in [0, 1), got ", ratio);
+    scale_ = 1.0f / (1.0f - ratio);
+    // A 32-bit draw u drops its element when u < ratio · 2³².
+    threshold_ = static_cast<uint64_t>(static_cast<double>(ratio) * 4294967296.0);
+    if (phase() == TRAIN) mask_ = AddScratch();
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    NeuronLayer::Reshape(bottom, top);
+    if (mask_) mask_->ReshapeLike(*bottom[0]);
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* x = bottom[0]->data();
+    float* y = top[0]->data();
+    const int64_t n = bottom[0]->count();
+    if (!mask_) {
+      if (y != x) cpu_copy(n, x, y);
+      return;
+    }
+    float* m = mask_->data();
+    std::mt19937& rng = ctx_.rng();
+    for (int64_t i = 0; i < n; ++i) m[i] = rng() >= threshold_ ? scale_ : 0.0f;
+    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * m[i];
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const float* dy = top[0]->diff();
+    float* dx = bottom[0]->diff();
+    const int64_t n = top[0]->count();
+    if (!mask_) {
+      if (dx != dy) cpu_copy(n, dy, dx);
+      return;
+    }
+    const float* m = mask_->data();
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * m[i];
+  }
+
+ private:
+  Blob* mask_ = nullptr;
+  float scale_ = 2.0f;
+  uint64_t threshold_ = 0;
+};
+
+CORTADO_REGISTER_LAYER(Dropout, DropoutLayer);
+
+}  // namespace cortado
