@@ -1,0 +1,101 @@
+// update_rules.hpp — the solver's arithmetic over the flat parameter buffers: the learning-rate
+// schedule, gradient clipping, weight decay, and the six update rules (SGD, Nesterov, AdaGrad,
+// RMSProp, AdaDelta, Adam), with Caffe's formulas and parameter names.
+//
+// All learnable parameters live in one flat data buffer and one flat gradient buffer; a segment is
+// one parameter blob inside them, with its lr_mult and decay_mult. A rule's history is a set of
+// buffers of the same length, indexed like the parameters. Everything here runs on host memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "cortado/cortado.pb.h"
+
+namespace cortado {
+
+// One learnable parameter inside the flat buffers: elements [offset, offset + count).
+struct ParamSegment {
+  int64_t offset;
+  int64_t count;
+  float lr_mult;
+  float decay_mult;
+};
+
+// The flat buffers: data (weights w) and diff (gradients g), both `count` floats. Only the elements
+// covered by segments are read or written.
+struct FlatParams {
+  float* data;
+  float* diff;
+  int64_t count;
+  std::vector<ParamSegment> segments;
+};
+
+// ---- learning rate -------------------------------------------------------------------------------
+
+// The learning rate for iteration `iter` (base = base_lr, γ = gamma):
+//   fixed      base
+//   step       base · γ^⌊iter / stepsize⌋
+//   exp        base · γ^iter
+//   inv        base · (1 + γ·iter)^(−power)
+//   multistep  base · γ^CurrentStep(param, iter)
+//   poly       base · (1 − iter / max_iter)^power
+//   sigmoid    base / (1 + e^(−γ·(iter − stepsize)))
+// Throws Error for an unknown lr_policy (listing the known ones) and for a missing or invalid field
+// the policy needs (naming it). For multistep it logs Caffe's "MultiStep Status: Iteration N,
+// step = K" when `iter` is the iteration where the step advances, so call it once per iteration.
+float LearningRate(const SolverParameter& param, int iter);
+
+// The step index used at iteration `iter`, as Caffe's SolverState.current_step holds it: for step,
+// ⌊iter / stepsize⌋; for multistep, the position reached through stepvalue when the rate is asked
+// for once per iteration from 0 — Caffe advances by at most one stepvalue per iteration, when
+// iter >= stepvalue(current_step) — so for increasing stepvalues it is the number of them <= iter.
+// 0 for the other policies. A snapshot taken after iteration N−1 (file "_iter_N") stores
+// CurrentStep(param, N − 1).
+int CurrentStep(const SolverParameter& param, int iter);
+
+// ---- gradient processing -------------------------------------------------------------------------
+
+// n = ‖g‖₂ over all segments. If n > clip_gradients (>= 0), scales every gradient by clip / n and logs
+// Caffe's "Gradient clipping: scaling down gradients (L2 norm n > clip) by scale factor s".
+// Returns n; a negative clip_gradients (clipping off) returns −1 without reading anything.
+float ClipGradients(FlatParams& params, float clip_gradients);
+
+// Weight decay with λ = weight_decay · decay_mult per segment (skipped where λ = 0):
+//   regularization_type "L2" (default): g += λ·w;   "L1": g += λ·sign(w), sign(0) = 0.
+// Any other regularization_type throws Error.
+void Regularize(FlatParams& params, const SolverParameter& param);
+
+// ---- update rules --------------------------------------------------------------------------------
+
+// Updates w with the local rate α = rate · lr_mult of each segment, g the (processed) gradient,
+// μ = momentum, δ = delta, and history buffers h (and s, or m and v):
+//   SGD       h = μ·h + α·g;                 u = h
+//   Nesterov  h' = μ·h + α·g;                u = (1+μ)·h' − μ·h;  h = h'
+//   AdaGrad   h += g²;                       u = α·g / (√h + δ)             (momentum must be 0)
+//   RMSProp   h = ρ·h + (1−ρ)·g²;            u = α·g / (√h + δ)             (ρ = rms_decay ∈ [0,1), momentum 0)
+//   AdaDelta  h = μ·h + (1−μ)·g²;  d = g·√((s+δ)/(h+δ));  s = μ·s + (1−μ)·d²;  u = α·d
+//   Adam      m = β₁·m + (1−β₁)·g;  v = β₂·v + (1−β₂)·g²;  u = α·√(1−β₂ᵗ)/(1−β₁ᵗ) · m / (√v + ε)
+//             (β₁ = momentum, β₂ = momentum2, ε = delta, t = iter + 1)
+// then w −= u, and u is left in the gradient buffer (as Caffe leaves it in the diff).
+class UpdateRule {
+ public:
+  // The rule named by param.type ("SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"), or by
+  // the deprecated solver_type enum when type is unset. Throws Error for an unknown type (listing the
+  // known ones), for both type and solver_type set, and for parameters the rule forbids.
+  static std::unique_ptr<UpdateRule> Create(const SolverParameter& param);
+  virtual ~UpdateRule() = default;
+
+  virtual const char* type() const = 0;
+  // History buffers kept, each FlatParams::count floats, zero at the start: SGD, Nesterov, AdaGrad,
+  // RMSProp 1 (h); AdaDelta 2 (h: squared gradients, s: squared updates); Adam 2 (m, v). A Caffe
+  // SolverState lists them per parameter blob, buffer 0's blobs first, then buffer 1's.
+  virtual int num_history() const = 0;
+
+  // One update of every segment in a single fused pass; history.size() == num_history().
+  virtual void Apply(FlatParams& params, const std::vector<float*>& history, float rate,
+                     int iter) = 0;
+};
+
+}  // namespace cortado
