@@ -79,4 +79,7 @@ class Blob {
 
 using BlobVec = std::vector<Blob*>;
 
+// The shape a BlobProto describes: its `shape` field, else the legacy num/channels/height/width.
+std::vector<int> BlobProtoShape(const BlobProto& proto);
+
 }  // namespace cortado

@@ -73,8 +73,10 @@ class Layer {
   // ---- learnable blobs, loss weights, scratch ----------------------------------------------------
   std::vector<std::shared_ptr<Blob>>& blobs() { return blobs_; }
   const std::vector<std::shared_ptr<Blob>>& blobs() const { return blobs_; }
+  // Whether Backward computes the gradient of learnable blob i (true unless the Net turned it off,
+  // e.g. for lr_mult: 0).
   bool param_propagate_down(int i) const {
-    return i < static_cast<int>(param_propagate_down_.size()) && param_propagate_down_[i];
+    return i >= static_cast<int>(param_propagate_down_.size()) || param_propagate_down_[i];
   }
   void set_param_propagate_down(int i, bool value);
   float loss(int top_index) const {

@@ -16,7 +16,7 @@
 
 namespace cortado {
 
-// One block of device memory, allocated once, carved by a bump pointer.
+// One block of device memory, allocated once and zeroed, carved by a bump pointer.
 class Arena {
  public:
   Arena(Device device, size_t bytes);

@@ -96,7 +96,7 @@ void Blob::ShareDiff(const Blob& other) {
 }
 
 // Reads the shape a proto describes: the new `shape` field, else the legacy 4-D fields.
-static std::vector<int> ProtoShape(const BlobProto& proto) {
+std::vector<int> BlobProtoShape(const BlobProto& proto) {
   std::vector<int> shape;
   if (proto.has_num() || proto.has_channels() || proto.has_height() || proto.has_width()) {
     shape = {proto.num(), proto.channels(), proto.height(), proto.width()};
@@ -109,7 +109,7 @@ static std::vector<int> ProtoShape(const BlobProto& proto) {
 
 void Blob::FromProto(const BlobProto& proto, bool reshape) {
   if (reshape) {
-    Reshape(ProtoShape(proto));
+    Reshape(BlobProtoShape(proto));
   } else {
     CORTADO_REQUIRE(ShapeEquals(proto), "blob shape mismatch: expected ", shape_string());
   }

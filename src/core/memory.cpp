@@ -4,6 +4,7 @@
 #include <glog/logging.h>
 
 #include <cstdlib>
+#include <cstring>
 
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
@@ -25,6 +26,8 @@ Arena::Arena(Device device, size_t bytes) : device_(device), bytes_(bytes) {
   } else {
     base_ = static_cast<char*>(std::aligned_alloc(kAlignment, AlignedBytes((bytes_ + 3) / 4)));
     CORTADO_REQUIRE(base_ != nullptr, "out of host memory: could not reserve ", bytes_, " bytes");
+    // Zeroed once: gradients nobody writes (a Split branch feeding Accuracy) must read as zero.
+    std::memset(base_, 0, bytes_);
   }
 }
 

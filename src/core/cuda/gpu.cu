@@ -26,6 +26,7 @@ void* GpuAllocate(size_t bytes) {
     cudaGetLastError();
     Fail("out of GPU memory: cudaMalloc(", bytes, " bytes) failed: ", cudaGetErrorString(status));
   }
+  cudaMemset(pointer, 0, bytes);  // the arena starts zeroed, as on the host
   return pointer;
 }
 

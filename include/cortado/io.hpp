@@ -1,0 +1,26 @@
+// io.hpp — reading and writing protobuf messages: prototxt (text) and binary (.caffemodel,
+// .solverstate, .binaryproto). Every failure throws cortado::Error naming the file, and for text the
+// line and column.
+#pragma once
+
+#include <google/protobuf/message.h>
+
+#include <string>
+
+namespace cortado {
+
+// Text format. A syntax error reads "net.prototxt:12:5: Expected identifier, got: }".
+void ReadProtoFromTextFile(const std::string& path, google::protobuf::Message* message);
+void ReadProtoFromTextString(const std::string& text, google::protobuf::Message* message,
+                             const std::string& name_for_errors = "<string>");
+// Binary format, without protobuf's default 64 MiB limit. A truncated or corrupt file is an Error.
+void ReadProtoFromBinaryFile(const std::string& path, google::protobuf::Message* message);
+
+// Both writers go through a temporary file in the same directory and a rename, so a crash never
+// leaves a half-written file under the final name.
+void WriteProtoToTextFile(const google::protobuf::Message& message, const std::string& path);
+void WriteProtoToBinaryFile(const google::protobuf::Message& message, const std::string& path);
+
+bool FileExists(const std::string& path);
+
+}  // namespace cortado

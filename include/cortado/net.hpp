@@ -1,0 +1,135 @@
+// net.hpp — a layer graph built from a NetParameter.
+//
+// Construction filters layers by the net state (phase, level, stages), inserts Split layers where a
+// blob feeds several consumers, wires bottoms and tops by name (a top equal to its bottom is in
+// place), sets every layer up (shapes only), resolves shared parameters and decides which layers
+// need backward. Memory comes afterwards, in two steps, so that a solver can put several nets and its
+// own history into one arena:
+//   net.RequestMemory(plan);  ... plan.Allocate() ...;  net.Initialize();
+// or, for a net on its own, net.AllocateOwnArena().
+// The learnable parameters live in one flat data buffer and one flat gradient buffer, in the order of
+// learnable_params().
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cortado/blob.hpp"
+#include "cortado/context.hpp"
+#include "cortado/cortado.pb.h"
+#include "cortado/layer.hpp"
+#include "cortado/memory.hpp"
+
+namespace cortado {
+
+class Net {
+ public:
+  // param.state() selects the layers; source_name prefixes error messages (the prototxt path).
+  Net(const NetParameter& param, Context& ctx, const std::string& source_name = "net");
+  ~Net();
+
+  // ---- memory ------------------------------------------------------------------------------------
+  void RequestMemory(MemoryPlan& plan);
+  // After the plan is bound: aliases, shared parameters, loss weights, parameter fillers.
+  void Initialize();
+  void AllocateOwnArena();
+  // Makes this net use `other`'s parameters for layers with the same name (a test net reading the
+  // train net's weights). Call before RequestMemory; `other` must be initialised first.
+  void ShareTrainedLayersWith(const Net* other);
+
+  // ---- running -----------------------------------------------------------------------------------
+  float Forward();  // returns Σ loss_weight · loss
+  float ForwardFromTo(int start, int end);
+  void Backward();
+  void ClearParamDiffs();
+
+  // ---- weights -----------------------------------------------------------------------------------
+  // Copies blobs by layer name from a trained net (new or V1 layers). Layers absent here are ignored;
+  // a blob shape mismatch is an Error naming the layer, the blob index and both shapes.
+  void CopyTrainedLayersFrom(const NetParameter& trained);
+  void CopyTrainedLayersFrom(const std::string& caffemodel_path);
+  void ToProto(NetParameter* param, bool write_diff = false) const;
+
+  // ---- structure ---------------------------------------------------------------------------------
+  const std::string& name() const { return name_; }
+  Phase phase() const { return phase_; }
+  const std::vector<std::unique_ptr<Layer>>& layers() const { return layers_; }
+  const std::vector<std::string>& layer_names() const { return layer_names_; }
+  const std::vector<BlobVec>& bottom_vecs() const { return bottom_vecs_; }
+  const std::vector<BlobVec>& top_vecs() const { return top_vecs_; }
+  const std::vector<std::vector<int>>& top_ids() const { return top_id_vecs_; }
+  const std::vector<std::vector<bool>>& bottom_need_backward() const { return bottom_need_backward_; }
+  const std::vector<bool>& layer_need_backward() const { return layer_need_backward_; }
+  const std::vector<std::string>& blob_names() const { return blob_names_; }
+  const std::vector<float>& blob_loss_weights() const { return blob_loss_weights_; }
+  bool has_blob(const std::string& name) const { return blob_index_.count(name) > 0; }
+  Blob* blob_by_name(const std::string& name) const;
+  bool has_layer(const std::string& name) const { return layer_index_.count(name) > 0; }
+  Layer* layer_by_name(const std::string& name) const;
+  const std::vector<Blob*>& output_blobs() const { return output_blobs_; }
+  const std::vector<int>& output_blob_indices() const { return output_blob_indices_; }
+
+  // ---- parameters --------------------------------------------------------------------------------
+  // Every parameter blob of every layer (shared ones included), and the owners among them, which
+  // the solver updates; for each owner its lr_mult and decay_mult.
+  const std::vector<Blob*>& params() const { return params_; }
+  const std::vector<Blob*>& learnable_params() const { return learnable_params_; }
+  const std::vector<float>& params_lr() const { return params_lr_; }
+  const std::vector<float>& params_weight_decay() const { return params_weight_decay_; }
+  float* param_data() { return param_data_; }
+  float* param_diff() { return param_diff_; }
+  int64_t param_count() const { return param_count_; }
+
+  // Bytes the activations need (Caffe's "Memory required for data").
+  size_t data_bytes() const { return data_bytes_; }
+
+  // Whether a layer with this state is kept, per Caffe's include/exclude rules.
+  static bool StateMeetsRule(const NetState& state, const NetStateRule& rule, const std::string& layer);
+  static NetParameter FilterByState(const NetParameter& param);
+
+ private:
+  void AppendTop(const LayerParameter& lp, int layer_id, int top_id, std::map<std::string, int>* available);
+  void AppendBottom(const LayerParameter& lp, int layer_id, int bottom_id, std::map<std::string, int>* available);
+  void AppendParams(const LayerParameter& lp, int layer_id);
+  void DecideBackward(const NetParameter& param);
+
+  std::string name_;
+  std::string source_;
+  Phase phase_;
+  Context& ctx_;
+  std::unique_ptr<Arena> own_arena_;
+
+  std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<std::string> layer_names_;
+  std::map<std::string, int> layer_index_;
+  std::vector<std::unique_ptr<Blob>> blobs_;
+  std::vector<std::string> blob_names_;
+  std::map<std::string, int> blob_index_;
+  std::vector<bool> blob_need_backward_;
+  std::vector<float> blob_loss_weights_;
+  std::vector<BlobVec> bottom_vecs_, top_vecs_;
+  std::vector<std::vector<int>> bottom_id_vecs_, top_id_vecs_;
+  std::vector<std::vector<bool>> bottom_need_backward_;
+  std::vector<bool> layer_need_backward_;
+  std::vector<Blob*> output_blobs_;
+  std::vector<int> output_blob_indices_;
+
+  std::vector<Blob*> params_;
+  std::vector<int> param_owners_;               // per param: index of its owner in params_, or -1
+  std::vector<std::pair<int, int>> param_layer_indices_;  // per param: (layer, blob index)
+  std::map<std::string, int> param_names_index_;
+  std::vector<Blob*> learnable_params_;
+  std::vector<int> learnable_param_ids_;        // per param: index into learnable_params_
+  std::vector<float> params_lr_, params_weight_decay_;
+  std::vector<Blob*> params_shared_from_other_;  // bound to another net's memory
+  std::vector<const Blob*> params_other_source_;
+  float* param_data_ = nullptr;
+  float* param_diff_ = nullptr;
+  int64_t param_count_ = 0;
+  size_t data_bytes_ = 0;
+  bool initialized_ = false;
+};
+
+}  // namespace cortado

@@ -1,0 +1,77 @@
+// solver.hpp — training: the loop of forward, backward and update over a train net, periodic tests
+// on the test nets, display lines in Caffe's wording, snapshots and restoring them.
+//
+// The solver owns the one arena: the train net, the test nets (which read the train net's
+// parameters), and the update rule's history buffers are planned together and allocated once.
+#pragma once
+
+#include <csignal>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cortado/context.hpp"
+#include "cortado/cortado.pb.h"
+#include "cortado/memory.hpp"
+#include "cortado/net.hpp"
+
+namespace cortado {
+
+class UpdateRule;
+
+class Solver {
+ public:
+  // solver_path names the solver file: errors mention it, and an unset snapshot_prefix derives
+  // from it.
+  Solver(const SolverParameter& param, const std::string& solver_path = "solver.prototxt");
+  ~Solver();
+
+  // Trains to max_iter, from a snapshot when resume_file is given; snapshots at the end.
+  void Solve(const std::string& resume_file = "");
+  void Step(int iters);
+  void TestAll();
+  // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns the .solverstate path.
+  std::string Snapshot();
+  void Restore(const std::string& solverstate_path);
+
+  // Asks the loop to stop (or snapshot) at the end of the current iteration; safe from a signal handler.
+  void RequestStop() { stop_requested_ = 1; }
+  void RequestSnapshot() { snapshot_requested_ = 1; }
+
+  int iter() const { return iter_; }
+  const SolverParameter& param() const { return param_; }
+  Net* net() { return net_.get(); }
+  const std::vector<std::unique_ptr<Net>>& test_nets() const { return test_nets_; }
+  Context& context() { return ctx_; }
+  float smoothed_loss() const { return smoothed_loss_; }
+  // The mean of each test-net output at the last test of test net i (in output order).
+  const std::vector<float>& last_test_scores(int i) const { return last_test_scores_[i]; }
+
+ private:
+  void InitTrainNet();
+  void InitTestNets();
+  void ApplyUpdate();
+  void Test(int test_net_id);
+  void UpdateSmoothedLoss(float loss, int start_iter);
+  std::string SnapshotFilename(const std::string& extension) const;
+
+  SolverParameter param_;
+  std::string solver_path_;
+  Context ctx_;
+  std::unique_ptr<Net> net_;
+  std::vector<std::unique_ptr<Net>> test_nets_;
+  std::unique_ptr<UpdateRule> rule_;
+  std::vector<float*> history_;
+  std::unique_ptr<Arena> arena_;
+  int iter_ = 0;
+  std::vector<float> losses_;
+  float smoothed_loss_ = 0;
+  std::vector<std::vector<float>> last_test_scores_;
+  volatile std::sig_atomic_t stop_requested_ = 0;
+  volatile std::sig_atomic_t snapshot_requested_ = 0;
+};
+
+// Reads a solver prototxt (errors name file:line:column).
+SolverParameter ReadSolverParameter(const std::string& path);
+
+}  // namespace cortado

@@ -1,0 +1,14 @@
+// tool.hpp — what every command-line tool shares: glog/gflags initialisation with Caffe's log style
+// (glog prefix without the year), and the rule that a user's mistake ends the program with one line on
+// stderr and exit code 1, never a stack trace.
+#pragma once
+
+#include <functional>
+
+namespace cortado {
+
+// Parses flags (gflags), sets up logging to stderr, runs body(argc, argv) with the remaining
+// arguments, and turns a cortado::Error (or any std::exception) into "<tool>: error: <message>" + exit 1.
+int RunTool(int argc, char** argv, const char* usage, const std::function<int(int, char**)>& body);
+
+}  // namespace cortado

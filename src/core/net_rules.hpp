@@ -1,0 +1,16 @@
+// net_rules.hpp — NetParameter rewrites applied before a net is built (see net_rules.cpp).
+#pragma once
+
+#include <string>
+
+#include "cortado/cortado.pb.h"
+
+namespace cortado {
+
+// Turns the deprecated net-level input / input_dim / input_shape fields into a leading Input layer.
+void UpgradeNetInputs(NetParameter* param);
+// Inserts a Split layer after every top that feeds more than one bottom (or feeds one and carries a
+// loss weight), renaming the consumers' bottoms; names follow Caffe's "<blob>_<layer>_<i>_split".
+NetParameter InsertSplits(const NetParameter& param, const std::string& source);
+
+}  // namespace cortado

@@ -1,0 +1,353 @@
+// solver.cpp — the training loop: nets and memory at setup, then iterations of test / forward-backward
+// / display / update / snapshot, with Caffe's log lines.
+#include "cortado/solver.hpp"
+
+#include <glog/logging.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/io.hpp"
+#include "cortado/math.hpp"
+#include "cortado/update_rules.hpp"
+
+namespace cortado {
+
+namespace {
+
+Device ChooseDevice(const SolverParameter& param) {
+  if (param.solver_mode() != SolverParameter::GPU) return Device::kCPU;
+  if (GpuCount() == 0) {
+    LOG(INFO) << "solver_mode is GPU but " << (BuiltWithCuda() ? "no GPU was found" : "this build has no CUDA support")
+              << "; training on the CPU";
+  } else {
+    LOG(INFO) << "solver_mode is GPU but the GPU path is not implemented yet; training on the CPU";
+  }
+  return Device::kCPU;
+}
+
+NetParameter ReadNetParameter(const std::string& path) {
+  NetParameter param;
+  ReadProtoFromTextFile(path, &param);
+  return param;
+}
+
+// Merges the solver's state for a net into the net's own state, with the given phase.
+void SetState(NetParameter* net, Phase phase, const NetState* extra) {
+  NetState state;
+  state.CopyFrom(net->state());
+  state.set_phase(phase);
+  if (extra) state.MergeFrom(*extra);
+  state.set_phase(phase);
+  *net->mutable_state() = state;
+}
+
+}  // namespace
+
+SolverParameter ReadSolverParameter(const std::string& path) {
+  SolverParameter param;
+  ReadProtoFromTextFile(path, &param);
+  return param;
+}
+
+Solver::Solver(const SolverParameter& param, const std::string& solver_path)
+    : param_(param), solver_path_(solver_path), ctx_(ChooseDevice(param), param.random_seed()) {
+  rule_ = UpdateRule::Create(param_);
+  LearningRate(param_, 0);  // validates the policy and its fields before any work
+  InitTrainNet();
+  InitTestNets();
+  // One arena: train net, test nets, history.
+  MemoryPlan plan(ctx_.device());
+  net_->RequestMemory(plan);
+  for (auto& test_net : test_nets_) test_net->RequestMemory(plan);
+  history_.assign(rule_->num_history(), nullptr);
+  for (int k = 0; k < rule_->num_history(); ++k)
+    plan.Request(net_->param_count(), [this, k](float* h) { history_[k] = h; });
+  LOG(INFO) << "Reserving " << plan.bytes() << " bytes for nets, parameters and solver history";
+  arena_ = plan.Allocate();
+  net_->Initialize();
+  for (auto& test_net : test_nets_) test_net->Initialize();
+  for (float* h : history_) cpu_set(net_->param_count(), 0.0f, h);
+  LOG(INFO) << "Solver scaffolding done.";
+}
+
+Solver::~Solver() = default;
+
+void Solver::InitTrainNet() {
+  const int sources = param_.has_train_net() + param_.has_train_net_param() + param_.has_net() +
+                      param_.has_net_param();
+  CORTADO_REQUIRE(sources >= 1, solver_path_, ": no train net; set net (a prototxt path) or net_param");
+  CORTADO_REQUIRE(sources == 1, solver_path_, ": give the train net once (net, net_param, train_net or "
+                  "train_net_param), not ", sources, " times");
+  NetParameter net_param;
+  std::string source = solver_path_;
+  if (param_.has_train_net_param()) {
+    net_param = param_.train_net_param();
+  } else if (param_.has_train_net()) {
+    source = param_.train_net();
+    net_param = ReadNetParameter(source);
+  } else if (param_.has_net_param()) {
+    net_param = param_.net_param();
+  } else {
+    source = param_.net();
+    net_param = ReadNetParameter(source);
+  }
+  LOG(INFO) << "Creating training net from " << source;
+  SetState(&net_param, TRAIN, param_.has_train_state() ? &param_.train_state() : nullptr);
+  net_ = std::make_unique<Net>(net_param, ctx_, source);
+}
+
+void Solver::InitTestNets() {
+  std::vector<std::pair<std::string, NetParameter>> sources;
+  for (const auto& p : param_.test_net_param()) sources.push_back({solver_path_, p});
+  for (const auto& path : param_.test_net()) sources.push_back({path, ReadNetParameter(path)});
+  const int explicit_nets = static_cast<int>(sources.size());
+  if (param_.has_net() || param_.has_net_param()) {
+    // The general net also serves as test net, once per remaining test_iter entry.
+    const int remaining = std::max(param_.test_iter_size() - explicit_nets, 0);
+    for (int i = 0; i < remaining; ++i) {
+      if (param_.has_net_param()) {
+        sources.push_back({solver_path_, param_.net_param()});
+      } else {
+        sources.push_back({param_.net(), ReadNetParameter(param_.net())});
+      }
+    }
+  }
+  const int n = static_cast<int>(sources.size());
+  CORTADO_REQUIRE(param_.test_iter_size() == n || (n == 0 && param_.test_iter_size() == 0),
+                  solver_path_, ": ", n, " test net(s) but ", param_.test_iter_size(),
+                  " test_iter value(s); give one test_iter per test net");
+  CORTADO_REQUIRE(n == 0 || param_.test_interval() > 0 || !param_.has_test_interval(), solver_path_,
+                  ": test_interval must be positive");
+  CORTADO_REQUIRE(param_.test_state_size() == 0 || param_.test_state_size() == n, solver_path_, ": ",
+                  param_.test_state_size(), " test_state entries for ", n, " test nets");
+  for (int i = 0; i < n; ++i) {
+    LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i].first;
+    NetParameter net_param = sources[i].second;
+    SetState(&net_param, TEST, param_.test_state_size() ? &param_.test_state(i) : nullptr);
+    test_nets_.push_back(std::make_unique<Net>(net_param, ctx_, sources[i].first));
+    test_nets_.back()->ShareTrainedLayersWith(net_.get());
+  }
+  last_test_scores_.resize(n);
+}
+
+void Solver::Solve(const std::string& resume_file) {
+  LOG(INFO) << "Solving " << net_->name();
+  LOG(INFO) << "Learning Rate Policy: " << param_.lr_policy();
+  if (!resume_file.empty()) {
+    LOG(INFO) << "Restoring previous solver status from " << resume_file;
+    Restore(resume_file);
+  }
+  Step(param_.max_iter() - iter_);
+  if (stop_requested_) {
+    Snapshot();
+    LOG(INFO) << "Optimization stopped early.";
+    return;
+  }
+  if (param_.snapshot_after_train() && (!param_.snapshot() || iter_ % param_.snapshot() != 0))
+    Snapshot();
+  // A last display and test after the final update, as Caffe does.
+  if (param_.display() && iter_ % param_.display() == 0) {
+    float loss = net_->Forward();
+    UpdateSmoothedLoss(loss, iter_);
+    LOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+  }
+  if (param_.test_interval() && iter_ % param_.test_interval() == 0) TestAll();
+  LOG(INFO) << "Optimization Done.";
+}
+
+void Solver::UpdateSmoothedLoss(float loss, int start_iter) {
+  const int average = std::max(param_.average_loss(), 1);
+  if (static_cast<int>(losses_.size()) < average) {
+    losses_.push_back(loss);
+    smoothed_loss_ = (smoothed_loss_ * (losses_.size() - 1) + loss) / losses_.size();
+  } else {
+    const int idx = (iter_ - start_iter) % average;
+    smoothed_loss_ += (loss - losses_[idx]) / average;
+    losses_[idx] = loss;
+  }
+}
+
+void Solver::Step(int iters) {
+  const int start_iter = iter_;
+  const int stop_iter = iter_ + iters;
+  losses_.clear();
+  smoothed_loss_ = 0;
+  auto last_display = std::chrono::steady_clock::now();
+  int last_display_iter = iter_;
+  const int iter_size = std::max(param_.iter_size(), 1);
+  while (iter_ < stop_iter) {
+    net_->ClearParamDiffs();
+    if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
+        (iter_ > 0 || param_.test_initialization())) {
+      TestAll();
+    }
+    const bool display = param_.display() && iter_ % param_.display() == 0;
+    float loss = 0;
+    for (int i = 0; i < iter_size; ++i) {
+      loss += net_->Forward();
+      net_->Backward();
+    }
+    loss /= iter_size;
+    UpdateSmoothedLoss(loss, start_iter);
+    if (display) {
+      const auto now = std::chrono::steady_clock::now();
+      const double lapse = std::chrono::duration<double>(now - last_display).count();
+      const double per_s = lapse > 0 ? (iter_ - last_display_iter) / lapse : 0.0;
+      LOG(INFO) << "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/"
+                << param_.display() << " iters), loss = " << smoothed_loss_;
+      last_display = now;
+      last_display_iter = iter_;
+      int score_index = 0;
+      for (int id : net_->output_blob_indices()) {
+        const Blob* blob = net_->blob_by_name(net_->blob_names()[id]);
+        const float weight = net_->blob_loss_weights()[id];
+        for (int64_t k = 0; k < blob->count(); ++k) {
+          std::ostringstream loss_msg;
+          if (weight != 0) loss_msg << " (* " << weight << " = " << weight * blob->data()[k] << " loss)";
+          LOG(INFO) << "    Train net output #" << score_index++ << ": " << net_->blob_names()[id]
+                    << " = " << blob->data()[k] << loss_msg.str();
+        }
+      }
+    }
+    ApplyUpdate();
+    ++iter_;
+    if (param_.snapshot() && iter_ % param_.snapshot() == 0) Snapshot();
+    if (snapshot_requested_) {
+      snapshot_requested_ = 0;
+      Snapshot();
+    }
+    if (stop_requested_) break;
+  }
+}
+
+void Solver::ApplyUpdate() {
+  const float rate = LearningRate(param_, iter_);
+  if (param_.display() && iter_ % param_.display() == 0)
+    LOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
+  FlatParams flat{net_->param_data(), net_->param_diff(), net_->param_count(), {}};
+  int64_t offset = 0;
+  const auto& learnable = net_->learnable_params();
+  for (size_t k = 0; k < learnable.size(); ++k) {
+    flat.segments.push_back({offset, learnable[k]->count(), net_->params_lr()[k], net_->params_weight_decay()[k]});
+    offset += learnable[k]->count();
+  }
+  const int iter_size = std::max(param_.iter_size(), 1);
+  if (iter_size > 1) cpu_scale(flat.count, 1.0f / iter_size, flat.diff);
+  if (param_.clip_gradients() >= 0) ClipGradients(flat, param_.clip_gradients());
+  Regularize(flat, param_);
+  rule_->Apply(flat, history_, rate, iter_);
+}
+
+void Solver::TestAll() {
+  for (size_t i = 0; i < test_nets_.size(); ++i) Test(static_cast<int>(i));
+}
+
+void Solver::Test(int id) {
+  LOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << id << ")";
+  Net& net = *test_nets_[id];
+  std::vector<double> scores;
+  double loss = 0;
+  const int iterations = param_.test_iter(id);
+  for (int i = 0; i < iterations; ++i) {
+    const float iter_loss = net.Forward();
+    if (param_.test_compute_loss()) loss += iter_loss;
+    size_t k = 0;
+    for (const Blob* blob : net.output_blobs()) {
+      for (int64_t j = 0; j < blob->count(); ++j, ++k) {
+        if (scores.size() <= k) scores.push_back(0.0);
+        scores[k] += blob->data()[j];
+      }
+    }
+  }
+  if (param_.test_compute_loss()) LOG(INFO) << "Test loss: " << loss / iterations;
+  last_test_scores_[id].clear();
+  size_t k = 0;
+  for (size_t o = 0; o < net.output_blobs().size(); ++o) {
+    const int blob_id = net.output_blob_indices()[o];
+    const float weight = net.blob_loss_weights()[blob_id];
+    for (int64_t j = 0; j < net.output_blobs()[o]->count(); ++j, ++k) {
+      const float mean = static_cast<float>(scores[k] / iterations);
+      last_test_scores_[id].push_back(mean);
+      std::ostringstream loss_msg;
+      if (weight != 0) loss_msg << " (* " << weight << " = " << weight * mean << " loss)";
+      LOG(INFO) << "    Test net output #" << k << ": " << net.blob_names()[blob_id] << " = " << mean
+                << loss_msg.str();
+    }
+  }
+}
+
+std::string Solver::SnapshotFilename(const std::string& extension) const {
+  std::string prefix = param_.snapshot_prefix();
+  if (prefix.empty()) {
+    std::filesystem::path p(solver_path_);
+    prefix = (p.parent_path() / p.stem()).string();
+  }
+  return prefix + "_iter_" + std::to_string(iter_) + extension;
+}
+
+std::string Solver::Snapshot() {
+  CORTADO_REQUIRE(param_.snapshot_format() == SolverParameter::BINARYPROTO, solver_path_,
+                  ": snapshot_format HDF5 is not supported yet; use BINARYPROTO");
+  const std::string model = SnapshotFilename(".caffemodel");
+  LOG(INFO) << "Snapshotting to binary proto file " << model;
+  NetParameter net_param;
+  net_->ToProto(&net_param, param_.snapshot_diff());
+  WriteProtoToBinaryFile(net_param, model);
+
+  const std::string state_path = SnapshotFilename(".solverstate");
+  LOG(INFO) << "Snapshotting solver state to binary proto file " << state_path;
+  SolverState state;
+  state.set_iter(iter_);
+  state.set_learned_net(model);
+  state.set_current_step(CurrentStep(param_, std::max(iter_ - 1, 0)));
+  // History, one BlobProto per learnable parameter, buffer by buffer.
+  for (float* h : history_) {
+    int64_t offset = 0;
+    for (const Blob* p : net_->learnable_params()) {
+      BlobProto* proto = state.add_history();
+      for (int d : p->shape()) proto->mutable_shape()->add_dim(d);
+      proto->mutable_data()->Add(h + offset, h + offset + p->count());
+      offset += p->count();
+    }
+  }
+  state.set_rng_state(ctx_.SaveRngState());
+  WriteProtoToBinaryFile(state, state_path);
+  return state_path;
+}
+
+void Solver::Restore(const std::string& path) {
+  SolverState state;
+  ReadProtoFromBinaryFile(path, &state);
+  iter_ = state.iter();
+  if (state.has_learned_net()) {
+    std::string model = state.learned_net();
+    // A relative model path is tried as written, then beside the solverstate.
+    if (!FileExists(model)) {
+      const auto beside = std::filesystem::path(path).parent_path() / std::filesystem::path(model).filename();
+      if (FileExists(beside.string())) model = beside.string();
+    }
+    net_->CopyTrainedLayersFrom(model);
+  }
+  const int expected = static_cast<int>(net_->learnable_params().size()) * rule_->num_history();
+  CORTADO_REQUIRE(state.history_size() == expected, path, ": holds ", state.history_size(),
+                  " history blobs but this ", rule_->type(), " solver on this net needs ", expected);
+  int index = 0;
+  for (float* h : history_) {
+    int64_t offset = 0;
+    for (const Blob* p : net_->learnable_params()) {
+      const BlobProto& proto = state.history(index++);
+      CORTADO_REQUIRE(proto.data_size() == p->count(), path, ": history blob ", index - 1, " holds ",
+                      proto.data_size(), " values but its parameter has ", p->count());
+      std::copy(proto.data().begin(), proto.data().end(), h + offset);
+      offset += p->count();
+    }
+  }
+  if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
+}
+
+}  // namespace cortado

@@ -1,0 +1,125 @@
+// solver_test.cpp — the training loop end to end on a small regression net: the loss falls, test nets
+// read the train net's weights, snapshots are written where Caffe writes them, and a run restored
+// from a snapshot ends with the same weights as one never interrupted.
+#include <filesystem>
+
+#include "cortado/error.hpp"
+#include "cortado/io.hpp"
+#include "cortado/solver.hpp"
+#include "test_util.hpp"
+
+namespace cortado::test {
+
+namespace {
+
+// y = x·Wᵀ on fixed inputs: an Input layer whose blobs the test fills once.
+const char* kNet = R"(
+name: "regression"
+layer { name: "in" type: "Input" top: "x" top: "y" input_param { shape { dim: 8 dim: 4 } shape { dim: 8 dim: 2 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "x" top: "z"
+        inner_product_param { num_output: 2 weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "z" bottom: "y" top: "loss" }
+)";
+
+SolverParameter MakeSolver(const std::string& type, const std::string& prefix) {
+  SolverParameter param;
+  ReadProtoFromTextString(std::string("base_lr: 0.05 lr_policy: 'step' gamma: 0.5 stepsize: 7 momentum: ") +
+                              (type == "AdaGrad" || type == "RMSProp" ? "0" : "0.9") +
+                              " weight_decay: 0.001 max_iter: 12 display: 0 random_seed: 5 "
+                              "solver_mode: CPU test_iter: 1 test_interval: 4 snapshot_after_train: false",
+                          &param);
+  param.set_type(type);
+  ReadProtoFromTextString(kNet, param.mutable_net_param());
+  param.set_snapshot_prefix(prefix);
+  return param;
+}
+
+// x gaussian, y = x·Wᵀ for a fixed W: a fit the net can reach exactly.
+void FillInputs(Solver& solver) {
+  const float w[2][4] = {{0.5f, -1.0f, 0.25f, 2.0f}, {-0.75f, 0.5f, 1.5f, -0.5f}};
+  for (Net* net : {solver.net(), solver.test_nets()[0].get()}) {
+    std::mt19937 same(77);
+    Blob* x = net->blob_by_name("x");
+    Blob* y = net->blob_by_name("y");
+    FillGaussian(x, same);
+    for (int n = 0; n < 8; ++n)
+      for (int o = 0; o < 2; ++o) {
+        float z = 0;
+        for (int k = 0; k < 4; ++k) z += w[o][k] * x->data()[n * 4 + k];
+        y->data()[n * 2 + o] = z;
+      }
+  }
+}
+
+std::vector<float> Weights(Solver& solver) {
+  return {solver.net()->param_data(), solver.net()->param_data() + solver.net()->param_count()};
+}
+
+}  // namespace
+
+TEST(Solver, LossFallsAndTestNetSharesWeights) {
+  SolverParameter param = MakeSolver("SGD", TempDir() + "/r");
+  param.set_max_iter(60);
+  param.set_lr_policy("fixed");
+  Solver solver(param);
+  FillInputs(solver);
+  const float before = solver.net()->Forward();
+  solver.Step(60);
+  const float after = solver.net()->Forward();
+  EXPECT_LT(after, 0.05f * before);
+  // The test net reads the same parameter memory.
+  EXPECT_EQ(solver.test_nets()[0]->layer_by_name("ip")->blobs()[0]->data(),
+            solver.net()->layer_by_name("ip")->blobs()[0]->data());
+  solver.TestAll();
+  ASSERT_EQ(solver.last_test_scores(0).size(), 1u);
+  EXPECT_NEAR(solver.last_test_scores(0)[0], after, 1e-5);
+}
+
+class SolverResume : public testing::TestWithParam<std::string> {};
+
+TEST_P(SolverResume, RestoredRunEqualsUninterruptedRun) {
+  const std::string dir = TempDir();
+  Solver straight(MakeSolver(GetParam(), dir + "/straight"));
+  FillInputs(straight);
+  straight.Step(12);
+
+  SolverParameter param = MakeSolver(GetParam(), dir + "/first");
+  Solver first(param);
+  FillInputs(first);
+  first.Step(5);
+  const std::string state = first.Snapshot();
+  EXPECT_EQ(state, dir + "/first_iter_5.solverstate");
+  EXPECT_TRUE(FileExists(dir + "/first_iter_5.caffemodel"));
+
+  Solver resumed(MakeSolver(GetParam(), dir + "/second"));
+  FillInputs(resumed);
+  resumed.Restore(state);
+  EXPECT_EQ(resumed.iter(), 5);
+  resumed.Step(7);
+  EXPECT_EQ(Weights(resumed), Weights(straight));
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, SolverResume,
+                         testing::Values("SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"));
+
+TEST(Solver, TestIterCountMustMatchTestNets) {
+  SolverParameter param = MakeSolver("SGD", TempDir() + "/x");
+  param.add_test_iter(3);  // two test_iter values: the general net serves as both test nets
+  EXPECT_NO_THROW(Solver{param});
+  param.clear_test_iter();
+  param.add_test_net_param()->CopyFrom(param.net_param());
+  param.clear_net_param();
+  param.mutable_train_net_param()->CopyFrom(param.test_net_param(0));
+  EXPECT_THROW(Solver{param}, Error);  // a test net without test_iter
+}
+
+TEST(Solver, UnknownTypeAndPolicyAreErrors) {
+  SolverParameter param = MakeSolver("SGD", TempDir() + "/x");
+  param.set_type("Adamax");
+  EXPECT_THROW(Solver{param}, Error);
+  param.set_type("SGD");
+  param.set_lr_policy("cosine");
+  EXPECT_THROW(Solver{param}, Error);
+}
+
+}  // namespace cortado::test
