@@ -1,0 +1,278 @@
+// convolution.cpp — Convolution (2-D, grouped, dilated), Caffe's semantics.
+//
+// Bottom (N, C, H, W) → top (N, M, OH, OW) with M = num_output and
+//   OH = (H + 2·pad_h − (dilation_h·(kernel_h − 1) + 1)) / stride_h + 1   (floored; OW likewise)
+//   y[n][m][oh][ow] = b[m] + Σ_{c, i, j} W[m][c][i][j] · x[n][g·C/G + c][oh·s_h − p_h + i·d_h][ow·s_w − p_w + j·d_w]
+// where g = m / (M/G) is the output's group. Weights (M, C/G, kernel_h, kernel_w), bias (M).
+// Several bottoms may be given (same shape); each gets its own top and shares the weights.
+//
+// Method: the images of a chunk (about 1 MiB of columns; the whole of a small batch) are unrolled
+// side by side into one column matrix col (C·kh·kw rows, chunk·OH·OW columns), so forward, the
+// weight gradient and the data gradient are each one sgemm per chunk and group:
+//   forward   P = W_g · col_g,   then P (M, chunk, OH·OW) is scattered into y (chunk, M, OH·OW) + b
+//   backward  P = dy gathered as (M, chunk·OH·OW);  dW_g += P_g · col_gᵀ;  col_g = W_gᵀ · P_g;  col2im
+// Forward keeps every chunk's columns for backward when the batch's columns fit in 64 MiB (with one
+// bottom); otherwise backward unrolls each chunk again.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "cortado/error.hpp"
+#include "cortado/filler.hpp"
+#include "cortado/im2col.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+
+namespace cortado {
+
+namespace {
+
+// Columns per matrix product: about 1 MiB, so a chunk's columns are still in cache when the product
+// reads them (measured faster than one product over the whole batch).
+constexpr int64_t kChunkFloats = (int64_t{1} << 20) / sizeof(float);
+// Forward keeps every chunk's columns for backward when the batch's columns fit in 64 MiB;
+// otherwise backward unrolls each chunk again.
+constexpr int64_t kKeepFloats = (int64_t{64} << 20) / sizeof(float);
+
+using Repeated = google::protobuf::RepeatedField<uint32_t>;
+
+// A repeated spatial parameter: empty → fallback; one value for both axes; or (h, w).
+void ReadPair(const Layer& layer, const char* name, const Repeated& values, int fallback, int* h,
+              int* w) {
+  CORTADO_REQUIRE(values.size() <= 2, layer.Describe(), ": ", name,
+                  " takes one value or one per spatial axis (2), but has ", values.size());
+  *h = values.empty() ? fallback : static_cast<int>(values.Get(0));
+  *w = values.empty() ? fallback : static_cast<int>(values.Get(values.size() - 1));
+}
+
+// Σ x[0..n), with eight partial sums so the loop vectorises and is not bound by add latency.
+float Sum(const float* x, int64_t n) {
+  float part[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int k = 0; k < 8; ++k) part[k] += x[i + k];
+  float sum = 0.0f;
+  for (; i < n; ++i) sum += x[i];
+  for (float p : part) sum += p;
+  return sum;
+}
+
+}  // namespace
+
+class ConvolutionLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Convolution"; }
+  int MinBottomBlobs() const override { return 1; }
+  int MinTopBlobs() const override { return 1; }
+  bool EqualNumBottomTopBlobs() const override { return true; }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    const ConvolutionParameter& p = param_.convolution_param();
+    const Blob& x = *bottom[0];
+    CORTADO_REQUIRE(x.num_axes() == 4 && x.CanonicalAxisIndex(p.axis()) == 1, Describe(),
+                    ": only 2-D convolution is supported (a 4-D bottom with channel axis 1), but the "
+                    "bottom is ", x.shape_string(), " with axis ", p.axis());
+    ReadGeometry(p);
+    num_output_ = static_cast<int>(p.num_output());
+    group_ = static_cast<int>(p.group());
+    channels_ = x.shape(1);
+    CORTADO_REQUIRE(num_output_ > 0, Describe(), ": num_output must be positive");
+    CORTADO_REQUIRE(group_ > 0, Describe(), ": group must be positive");
+    CORTADO_REQUIRE(channels_ % group_ == 0, Describe(), ": the input's ", channels_,
+                    " channels are not divisible by group ", group_);
+    CORTADO_REQUIRE(num_output_ % group_ == 0, Describe(), ": num_output ", num_output_,
+                    " is not divisible by group ", group_);
+    bias_term_ = p.bias_term();
+    blobs_.push_back(std::make_shared<Blob>(
+        std::vector<int>{num_output_, channels_ / group_, geom_.kernel_h, geom_.kernel_w}));
+    if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
+    col_ = AddScratch();
+    product_ = AddScratch();
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& x = *bottom[0];
+    for (size_t i = 1; i < bottom.size(); ++i)
+      CORTADO_REQUIRE(bottom[i]->shape() == x.shape(), Describe(), ": all bottoms must have the same "
+                      "shape, but bottom 0 is ", x.shape_string(), " and bottom ", i, " is ",
+                      bottom[i]->shape_string());
+    CORTADO_REQUIRE(x.num_axes() == 4 && x.shape(1) == channels_, Describe(), ": expects a 4-D bottom with ",
+                    channels_, " channels, got ", x.shape_string());
+    geom_.channels = channels_;
+    geom_.height = x.shape(2);
+    geom_.width = x.shape(3);
+    CheckFits("height", geom_.height, geom_.pad_h, geom_.kernel_h, geom_.dilation_h, geom_.extent_h());
+    CheckFits("width", geom_.width, geom_.pad_w, geom_.kernel_w, geom_.dilation_w, geom_.extent_w());
+    num_ = x.shape(0);
+    for (Blob* y : top) y->Reshape({num_, num_output_, geom_.out_h(), geom_.out_w()});
+    // Chunks of about kChunkFloats column floats, balanced; the whole batch's columns are kept for
+    // backward when they fit in kKeepFloats.
+    const int64_t per_image = geom_.col_rows() * geom_.out_size();
+    const int64_t batch = std::max(num_, 1);
+    const int64_t max_chunk = std::max<int64_t>(1, std::min<int64_t>(batch, kChunkFloats / per_image));
+    const int64_t chunks = (batch + max_chunk - 1) / max_chunk;
+    chunk_ = static_cast<int>((batch + chunks - 1) / chunks);
+    keep_cols_ = batch * per_image <= kKeepFloats;
+    const int64_t col_floats = (keep_cols_ ? batch : chunk_) * per_image;
+    const int64_t product_floats = chunk_ * num_output_ * geom_.out_size();
+    CHECK_LE(std::max(col_floats, product_floats), int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
+    col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
+    product_->Reshape(std::vector<int>{static_cast<int>(product_floats)});
+    col_holds_forward_ = false;
+  }
+
+  void InitParams() override {
+    const ConvolutionParameter& p = param_.convolution_param();
+    FillBlob(p.weight_filler(), blobs_[0].get(), ctx_.rng());
+    if (bias_term_) FillBlob(p.bias_filler(), blobs_[1].get(), ctx_.rng());
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t hw = geom_.out_size();
+    const int mg = num_output_ / group_;
+    const int64_t kg = geom_.col_rows() / group_;
+    const float* w = blobs_[0]->data();
+    const float* bias = bias_term_ ? blobs_[1]->data() : nullptr;
+    const int64_t image = static_cast<int64_t>(channels_) * geom_.height * geom_.width;
+    float* prod = product_->data();
+    for (size_t i = 0; i < bottom.size(); ++i) {
+      for (int n0 = 0; n0 < num_; n0 += chunk_) {
+        const int b = std::min(chunk_, num_ - n0);
+        const int cols = static_cast<int>(b * hw);
+        float* col = ChunkColumns(n0);
+        Im2Col(bottom[i]->data() + n0 * image, b, geom_, col);
+        for (int g = 0; g < group_; ++g)
+          cpu_gemm(Trans::kNo, Trans::kNo, mg, cols, static_cast<int>(kg), 1.0f, w + g * mg * kg,
+                   col + g * kg * cols, 0.0f, prod + g * mg * cols);
+        // (M, b, hw) → (b, M, hw), adding the bias.
+        float* y = top[i]->data() + static_cast<int64_t>(n0) * num_output_ * hw;
+        for (int k = 0; k < b; ++k) {
+          for (int m = 0; m < num_output_; ++m) {
+            const float* src = prod + (static_cast<int64_t>(m) * b + k) * hw;
+            float* dst = y + (static_cast<int64_t>(k) * num_output_ + m) * hw;
+            const float add = bias ? bias[m] : 0.0f;
+            for (int64_t q = 0; q < hw; ++q) dst[q] = src[q] + add;
+          }
+        }
+      }
+    }
+    col_holds_forward_ = bottom.size() == 1 && keep_cols_;
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const int64_t hw = geom_.out_size();
+    const int mg = num_output_ / group_;
+    const int64_t kg = geom_.col_rows() / group_;
+    const int64_t image = static_cast<int64_t>(channels_) * geom_.height * geom_.width;
+    const bool need_w = param_propagate_down(0);
+    const bool need_b = bias_term_ && param_propagate_down(1);
+    const float* w = blobs_[0]->data();
+    float* dw = blobs_[0]->diff();
+    float* prod = product_->data();
+    for (size_t i = 0; i < top.size(); ++i) {
+      const float* dy = top[i]->diff();
+      if (need_b) AddBiasGradient(dy, blobs_[1]->diff());
+      if (!need_w && !propagate_down[i]) continue;
+      for (int n0 = 0; n0 < num_; n0 += chunk_) {
+        const int b = std::min(chunk_, num_ - n0);
+        const int cols = static_cast<int>(b * hw);
+        float* col = ChunkColumns(n0);
+        // dy (b, M, hw) → (M, b, hw).
+        for (int k = 0; k < b; ++k) {
+          for (int m = 0; m < num_output_; ++m) {
+            const float* src = dy + ((static_cast<int64_t>(n0) + k) * num_output_ + m) * hw;
+            std::copy(src, src + hw, prod + (static_cast<int64_t>(m) * b + k) * hw);
+          }
+        }
+        if (need_w) {
+          if (!col_holds_forward_) Im2Col(bottom[i]->data() + n0 * image, b, geom_, col);
+          for (int g = 0; g < group_; ++g)
+            cpu_gemm(Trans::kNo, Trans::kYes, mg, static_cast<int>(kg), cols, 1.0f,
+                     prod + g * mg * cols, col + g * kg * cols, 1.0f, dw + g * mg * kg);
+        }
+        if (!propagate_down[i]) continue;
+        for (int g = 0; g < group_; ++g)
+          cpu_gemm(Trans::kYes, Trans::kNo, static_cast<int>(kg), cols, mg, 1.0f, w + g * mg * kg,
+                   prod + g * mg * cols, 0.0f, col + g * kg * cols);
+        Col2Im(col, b, geom_, bottom[i]->diff() + n0 * image);
+      }
+    }
+    // Columns overwritten by the data gradient are gone.
+    if (std::find(propagate_down.begin(), propagate_down.end(), true) != propagate_down.end())
+      col_holds_forward_ = false;
+  }
+
+ private:
+  void ReadGeometry(const ConvolutionParameter& p) {
+    if (p.has_kernel_h() || p.has_kernel_w()) {
+      CORTADO_REQUIRE(p.has_kernel_h() && p.has_kernel_w(), Describe(), ": give both kernel_h and kernel_w");
+      CORTADO_REQUIRE(p.kernel_size_size() == 0, Describe(), ": give kernel_size or kernel_h/kernel_w, not both");
+      geom_.kernel_h = static_cast<int>(p.kernel_h());
+      geom_.kernel_w = static_cast<int>(p.kernel_w());
+    } else {
+      CORTADO_REQUIRE(p.kernel_size_size() > 0, Describe(), ": kernel_size (or kernel_h and kernel_w) is required");
+      ReadPair(*this, "kernel_size", p.kernel_size(), 0, &geom_.kernel_h, &geom_.kernel_w);
+    }
+    if (p.has_pad_h() || p.has_pad_w()) {
+      CORTADO_REQUIRE(p.pad_size() == 0, Describe(), ": give pad or pad_h/pad_w, not both");
+      geom_.pad_h = static_cast<int>(p.pad_h());
+      geom_.pad_w = static_cast<int>(p.pad_w());
+    } else {
+      ReadPair(*this, "pad", p.pad(), 0, &geom_.pad_h, &geom_.pad_w);
+    }
+    if (p.has_stride_h() || p.has_stride_w()) {
+      CORTADO_REQUIRE(p.has_stride_h() && p.has_stride_w(), Describe(), ": give both stride_h and stride_w");
+      CORTADO_REQUIRE(p.stride_size() == 0, Describe(), ": give stride or stride_h/stride_w, not both");
+      geom_.stride_h = static_cast<int>(p.stride_h());
+      geom_.stride_w = static_cast<int>(p.stride_w());
+    } else {
+      ReadPair(*this, "stride", p.stride(), 1, &geom_.stride_h, &geom_.stride_w);
+    }
+    ReadPair(*this, "dilation", p.dilation(), 1, &geom_.dilation_h, &geom_.dilation_w);
+    CORTADO_REQUIRE(geom_.kernel_h > 0 && geom_.kernel_w > 0, Describe(), ": kernel size must be positive, got ",
+                    geom_.kernel_h, "x", geom_.kernel_w);
+    CORTADO_REQUIRE(geom_.stride_h > 0 && geom_.stride_w > 0, Describe(), ": stride must be positive, got ",
+                    geom_.stride_h, "x", geom_.stride_w);
+    CORTADO_REQUIRE(geom_.dilation_h > 0 && geom_.dilation_w > 0, Describe(),
+                    ": dilation must be positive, got ", geom_.dilation_h, "x", geom_.dilation_w);
+  }
+
+  void CheckFits(const char* axis, int size, int pad, int kernel, int dilation, int extent) const {
+    CORTADO_REQUIRE(extent <= size + 2 * pad, Describe(), ": the kernel ", axis, " ", kernel,
+                    dilation > 1 ? " (dilated extent " + std::to_string(extent) + ")" : std::string(),
+                    " is larger than the padded input ", axis, " ", size + 2 * pad, " (", size,
+                    " + 2·pad ", pad, ")");
+  }
+
+  // The columns of the chunk that starts at image n0.
+  float* ChunkColumns(int n0) {
+    return col_->data() + (keep_cols_ ? n0 * geom_.col_rows() * geom_.out_size() : 0);
+  }
+
+  // db[m] += Σ_{n, q} dy[n][m][q].
+  void AddBiasGradient(const float* dy, float* db) const {
+    const int64_t hw = geom_.out_size();
+    for (int n = 0; n < num_; ++n) {
+      for (int m = 0; m < num_output_; ++m) {
+        db[m] += Sum(dy + (static_cast<int64_t>(n) * num_output_ + m) * hw, hw);
+      }
+    }
+  }
+
+  ConvGeometry geom_;
+  int num_output_ = 0, group_ = 1, channels_ = 0;
+  bool bias_term_ = true;
+  int num_ = 0, chunk_ = 1;
+  bool keep_cols_ = false;          // col_ holds every chunk's columns, not just one chunk's
+  Blob* col_ = nullptr;
+  Blob* product_ = nullptr;
+  bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
+};
+
+CORTADO_REGISTER_LAYER(Convolution, ConvolutionLayer);
+
+}  // namespace cortado

@@ -1,0 +1,99 @@
+// inner_product.cpp — InnerProduct (fully connected), Caffe's semantics.
+//
+// The bottom is read as a matrix x (M, K): M = product of the axes before `axis` (default 1),
+// K = product of the axes from `axis` on. With N = num_output:
+//   y (M, N) = x · Wᵀ + b,   W (N, K)  — or y = x · W with W stored (K, N) when transpose is set
+//   dW += dyᵀ · x  (transpose: xᵀ · dy),  db += Σ_rows dy,  dx = dy · W  (transpose: dy · Wᵀ)
+// The top's shape is the bottom's axes before `axis`, then N.
+#include <algorithm>
+
+#include "cortado/error.hpp"
+#include "cortado/filler.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+
+namespace cortado {
+
+class InnerProductLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "InnerProduct"; }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    const InnerProductParameter& p = param_.inner_product_param();
+    num_output_ = static_cast<int>(p.num_output());
+    CORTADO_REQUIRE(num_output_ > 0, Describe(), ": num_output must be positive");
+    axis_ = bottom[0]->CanonicalAxisIndex(p.axis());
+    k_ = static_cast<int>(bottom[0]->count(axis_));
+    transpose_ = p.transpose();
+    bias_term_ = p.bias_term();
+    blobs_.push_back(std::make_shared<Blob>(transpose_ ? std::vector<int>{k_, num_output_}
+                                                       : std::vector<int>{num_output_, k_}));
+    if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& x = *bottom[0];
+    const int axis = x.CanonicalAxisIndex(param_.inner_product_param().axis());
+    CORTADO_REQUIRE(axis == axis_ && x.count(axis) == k_, Describe(), ": the bottom ", x.shape_string(),
+                    " flattens to ", x.count(axis), " inputs from axis ", axis, ", but the weights expect ",
+                    k_);
+    m_ = static_cast<int>(x.count(0, axis));
+    std::vector<int> shape(x.shape().begin(), x.shape().begin() + axis);
+    shape.push_back(num_output_);
+    top[0]->Reshape(shape);
+  }
+
+  void InitParams() override {
+    const InnerProductParameter& p = param_.inner_product_param();
+    FillBlob(p.weight_filler(), blobs_[0].get(), ctx_.rng());
+    if (bias_term_) FillBlob(p.bias_filler(), blobs_[1].get(), ctx_.rng());
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    float* y = top[0]->data();
+    cpu_gemm(Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, m_, num_output_, k_, 1.0f,
+             bottom[0]->data(), blobs_[0]->data(), 0.0f, y);
+    if (!bias_term_) return;
+    const float* b = blobs_[1]->data();
+    for (int i = 0; i < m_; ++i) {
+      float* row = y + static_cast<int64_t>(i) * num_output_;
+      for (int j = 0; j < num_output_; ++j) row[j] += b[j];
+    }
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* dy = top[0]->diff();
+    const float* x = bottom[0]->data();
+    if (param_propagate_down(0)) {
+      if (transpose_) {
+        cpu_gemm(Trans::kYes, Trans::kNo, k_, num_output_, m_, 1.0f, x, dy, 1.0f, blobs_[0]->diff());
+      } else {
+        cpu_gemm(Trans::kYes, Trans::kNo, num_output_, k_, m_, 1.0f, dy, x, 1.0f, blobs_[0]->diff());
+      }
+    }
+    if (bias_term_ && param_propagate_down(1)) {
+      float* db = blobs_[1]->diff();
+      for (int i = 0; i < m_; ++i) {
+        const float* row = dy + static_cast<int64_t>(i) * num_output_;
+        for (int j = 0; j < num_output_; ++j) db[j] += row[j];
+      }
+    }
+    if (propagate_down[0]) {
+      cpu_gemm(Trans::kNo, transpose_ ? Trans::kYes : Trans::kNo, m_, k_, num_output_, 1.0f, dy,
+               blobs_[0]->data(), 0.0f, bottom[0]->diff());
+    }
+  }
+
+ private:
+  int num_output_ = 0, axis_ = 1, k_ = 0, m_ = 0;
+  bool transpose_ = false, bias_term_ = true;
+};
+
+CORTADO_REGISTER_LAYER(InnerProduct, InnerProductLayer);
+
+}  // namespace cortado

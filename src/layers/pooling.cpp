@@ -1,0 +1,259 @@
+// pooling.cpp — Pooling (MAX, AVE) over 2-D windows, Caffe's semantics.
+//
+// Bottom (N, C, H, W) → top (N, C, PH, PW), with
+//   PH = ceil((H + 2·pad_h − kernel_h) / stride_h) + 1   (round_mode CEIL, the default; FLOOR floors)
+// and, when there is padding, one window fewer if the last would start at or beyond H + pad_h
+// (likewise PW). global_pooling pools the whole H × W. Window (ph, pw) covers rows
+// [ph·stride_h − pad_h, … + kernel_h) clipped to the image (columns likewise).
+//   MAX: y = max over the window; the optional second top is the argmax h·W + w (as a float).
+//        dx[argmax] += dy.
+//   AVE: y = Σ window / size, where size counts the window clipped to the *padded* image
+//        (rows up to H + pad_h), so padding counts as zeros. dx += dy / size over the window.
+// A window left empty (possible only without padding when stride > kernel) gives y = 0.
+#include <algorithm>
+#include <cmath>
+
+#include "cortado/error.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+
+namespace cortado {
+
+class PoolingLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Pooling"; }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int MinTopBlobs() const override { return 1; }
+  int MaxTopBlobs() const override {
+    return param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
+  }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    const PoolingParameter& p = param_.pooling_param();
+    CORTADO_REQUIRE(p.pool() != PoolingParameter::STOCHASTIC, Describe(),
+                    ": STOCHASTIC pooling is not supported yet; use MAX or AVE");
+    global_ = p.global_pooling();
+    if (global_) {
+      CORTADO_REQUIRE(!p.has_kernel_size() && !p.has_kernel_h() && !p.has_kernel_w(), Describe(),
+                      ": with global_pooling the kernel size is the input size; do not give kernel_size");
+    } else if (p.has_kernel_size()) {
+      CORTADO_REQUIRE(!p.has_kernel_h() && !p.has_kernel_w(), Describe(),
+                      ": give kernel_size or kernel_h and kernel_w, not both");
+      kernel_h_ = kernel_w_ = static_cast<int>(p.kernel_size());
+    } else {
+      CORTADO_REQUIRE(p.has_kernel_h() && p.has_kernel_w(), Describe(),
+                      ": kernel_size (or both kernel_h and kernel_w) is required");
+      kernel_h_ = static_cast<int>(p.kernel_h());
+      kernel_w_ = static_cast<int>(p.kernel_w());
+    }
+    if (p.has_pad_h() || p.has_pad_w()) {
+      CORTADO_REQUIRE(!p.has_pad() && p.has_pad_h() && p.has_pad_w(), Describe(),
+                      ": give pad, or both pad_h and pad_w");
+      pad_h_ = static_cast<int>(p.pad_h());
+      pad_w_ = static_cast<int>(p.pad_w());
+    } else {
+      pad_h_ = pad_w_ = static_cast<int>(p.pad());
+    }
+    if (p.has_stride_h() || p.has_stride_w()) {
+      CORTADO_REQUIRE(!p.has_stride() && p.has_stride_h() && p.has_stride_w(), Describe(),
+                      ": give stride, or both stride_h and stride_w");
+      stride_h_ = static_cast<int>(p.stride_h());
+      stride_w_ = static_cast<int>(p.stride_w());
+    } else {
+      stride_h_ = stride_w_ = static_cast<int>(p.stride());
+    }
+    CORTADO_REQUIRE(stride_h_ > 0 && stride_w_ > 0, Describe(), ": stride must be positive");
+    if (global_) {
+      CORTADO_REQUIRE(pad_h_ == 0 && pad_w_ == 0 && stride_h_ == 1 && stride_w_ == 1, Describe(),
+                      ": global_pooling takes no pad and stride 1");
+    } else {
+      CORTADO_REQUIRE(kernel_h_ > 0 && kernel_w_ > 0, Describe(), ": kernel size must be positive");
+      CORTADO_REQUIRE(pad_h_ < kernel_h_ && pad_w_ < kernel_w_, Describe(), ": pad (", pad_h_, ", ",
+                      pad_w_, ") must be smaller than the kernel (", kernel_h_, ", ", kernel_w_, ")");
+    }
+    max_ = p.pool() == PoolingParameter::MAX;
+    if (max_ && top.size() == 1) mask_ = AddScratch();
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& x = *bottom[0];
+    CORTADO_REQUIRE(x.num_axes() == 4, Describe(), ": the bottom must be 4-D (num, channels, height, "
+                    "width), got ", x.shape_string());
+    height_ = x.shape(2);
+    width_ = x.shape(3);
+    if (global_) {
+      kernel_h_ = height_;
+      kernel_w_ = width_;
+    }
+    out_h_ = OutputSize("height", height_, kernel_h_, pad_h_, stride_h_);
+    out_w_ = OutputSize("width", width_, kernel_w_, pad_w_, stride_w_);
+    const std::vector<int> shape{x.shape(0), x.shape(1), out_h_, out_w_};
+    for (Blob* y : top) y->Reshape(shape);
+    if (mask_) mask_->Reshape(shape);
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t planes = static_cast<int64_t>(bottom[0]->shape(0)) * bottom[0]->shape(1);
+    const int64_t in_plane = static_cast<int64_t>(height_) * width_;
+    const int64_t out_plane = static_cast<int64_t>(out_h_) * out_w_;
+    const float* x = bottom[0]->data();
+    float* y = top[0]->data();
+    float* mask = max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr;
+    for (int64_t c = 0; c < planes; ++c) {
+      const float* in = x + c * in_plane;
+      float* out = y + c * out_plane;
+      if (max_) {
+        if (kernel_h_ == 2 && kernel_w_ == 2) {
+          MaxPlane<2>(in, out, mask + c * out_plane);
+        } else if (kernel_h_ == 3 && kernel_w_ == 3) {
+          MaxPlane<3>(in, out, mask + c * out_plane);
+        } else {
+          MaxPlane<0>(in, out, mask + c * out_plane);
+        }
+      } else {
+        AvePlane(in, out);
+      }
+    }
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const int64_t planes = static_cast<int64_t>(bottom[0]->shape(0)) * bottom[0]->shape(1);
+    const int64_t in_plane = static_cast<int64_t>(height_) * width_;
+    const int64_t out_plane = static_cast<int64_t>(out_h_) * out_w_;
+    const float* dy = top[0]->diff();
+    float* dx = bottom[0]->diff();
+    cpu_set(bottom[0]->count(), 0.0f, dx);
+    const float* mask = max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr;
+    for (int64_t c = 0; c < planes; ++c) {
+      const float* g = dy + c * out_plane;
+      float* d = dx + c * in_plane;
+      if (max_) {
+        const float* m = mask + c * out_plane;
+        for (int64_t q = 0; q < out_plane; ++q)
+          if (m[q] >= 0) d[static_cast<int64_t>(m[q])] += g[q];
+      } else {
+        AveBackwardPlane(g, d);
+      }
+    }
+  }
+
+ private:
+  int OutputSize(const char* axis, int size, int kernel, int pad, int stride) const {
+    const float span = static_cast<float>(size + 2 * pad - kernel) / stride;
+    const bool ceil_mode = param_.pooling_param().round_mode() == PoolingParameter::CEIL;
+    int out = static_cast<int>(ceil_mode ? std::ceil(span) : std::floor(span)) + 1;
+    // With padding, the last window must start inside the image or its left/top padding.
+    if (pad > 0 && (out - 1) * stride >= size + pad) --out;
+    CORTADO_REQUIRE(out >= 1, Describe(), ": the kernel ", axis, " ", kernel,
+                    " is larger than the padded input ", axis, " ", size + 2 * pad, " (", size,
+                    " + 2·pad ", pad, ")");
+    return out;
+  }
+
+  // The window of output row/column o along one axis: [*lo, *hi) clipped to the image; the
+  // return value is the window's length clipped to the padded image (AVE's divisor).
+  static int Window(int o, int stride, int pad, int kernel, int size, int* lo, int* hi) {
+    const int start = o * stride - pad;
+    const int end = std::min(start + kernel, size + pad);
+    *lo = std::max(start, 0);
+    *hi = std::min(end, size);
+    return end - start;
+  }
+
+  // kK > 0: the kernel is kK × kK, and windows that lie wholly inside the image (all but a border)
+  // run in a separate loop of fixed-length windows without clipping; kK = 0: any kernel.
+  template <int kK>
+  void MaxPlane(const float* in, float* out, float* mask) const {
+    const int out_w = out_w_, width = width_, stride_w = stride_w_, pad_w = pad_w_;
+    // Output columns [inner_lo, inner_hi) have windows wholly inside the image's columns.
+    const int last_start = width + pad_w - kernel_w_;  // a whole window starts at pw·stride_w ≤ this
+    const int inner_lo = kK > 0 ? std::min(out_w, (pad_w + stride_w - 1) / stride_w) : out_w;
+    const int inner_hi = last_start < 0 ? inner_lo : std::max(inner_lo, std::min(out_w, last_start / stride_w + 1));
+    for (int ph = 0; ph < out_h_; ++ph, out += out_w, mask += out_w) {
+      int h0, h1;
+      Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+      if (kK > 0 && h1 - h0 == kK) {
+        MaxClipped(in, h0, h1, 0, inner_lo, out, mask);
+        for (int pw = inner_lo; pw < inner_hi; ++pw) {
+          int arg;
+          MaxOf(in, width, h0, kK, pw * stride_w - pad_w, kK, out + pw, &arg);
+          mask[pw] = static_cast<float>(arg);
+        }
+        MaxClipped(in, h0, h1, inner_hi, out_w, out, mask);
+      } else {
+        MaxClipped(in, h0, h1, 0, out_w, out, mask);
+      }
+    }
+  }
+
+  // Output columns [pw_lo, pw_hi) of one output row whose windows span image rows [h0, h1).
+  void MaxClipped(const float* in, int h0, int h1, int pw_lo, int pw_hi, float* out, float* mask) const {
+    for (int pw = pw_lo; pw < pw_hi; ++pw) {
+      int w0, w1, arg = -1;
+      Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+      out[pw] = 0.0f;
+      if (h0 < h1 && w0 < w1) MaxOf(in, width_, h0, h1 - h0, w0, w1 - w0, out + pw, &arg);
+      mask[pw] = static_cast<float>(arg);
+    }
+  }
+
+  // The max and first argmax (h·width + w) of a non-empty rows × cols window at (h0, w0).
+  static inline void MaxOf(const float* in, int width, int h0, int rows, int w0, int cols,
+                           float* best_out, int* arg_out) {
+    int arg = h0 * width + w0;
+    float best = in[arg];
+    for (int h = h0; h < h0 + rows; ++h) {
+      for (int w = w0; w < w0 + cols; ++w) {
+        // Selects with a mask rather than a branch: on real data the comparison is
+        // unpredictable, and a mispredicted branch per element costs more than the rest.
+        const float v = in[h * width + w];
+        const int greater = v > best;
+        arg += (h * width + w - arg) & -greater;
+        best = std::max(best, v);
+      }
+    }
+    *best_out = best;
+    *arg_out = arg;
+  }
+
+  void AvePlane(const float* in, float* out) const {
+    for (int ph = 0; ph < out_h_; ++ph) {
+      int h0, h1, w0, w1;
+      const int size_h = Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+      for (int pw = 0; pw < out_w_; ++pw) {
+        const int size_w = Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+        float sum = 0.0f;
+        for (int h = h0; h < h1; ++h)
+          for (int w = w0; w < w1; ++w) sum += in[h * width_ + w];
+        const bool empty = h0 >= h1 || w0 >= w1;
+        out[ph * out_w_ + pw] = empty ? 0.0f : sum / static_cast<float>(size_h * size_w);
+      }
+    }
+  }
+
+  void AveBackwardPlane(const float* dy, float* dx) const {
+    for (int ph = 0; ph < out_h_; ++ph) {
+      int h0, h1, w0, w1;
+      const int size_h = Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+      for (int pw = 0; pw < out_w_; ++pw) {
+        const int size_w = Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+        const float g = dy[ph * out_w_ + pw] / static_cast<float>(size_h * size_w);
+        for (int h = h0; h < h1; ++h)
+          for (int w = w0; w < w1; ++w) dx[h * width_ + w] += g;
+      }
+    }
+  }
+
+  bool max_ = true, global_ = false;
+  int kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
+  int height_ = 0, width_ = 0, out_h_ = 0, out_w_ = 0;
+  Blob* mask_ = nullptr;  // argmax when there is no mask top (MAX only)
+};
+
+CORTADO_REGISTER_LAYER(Pooling, PoolingLayer);
+
+}  // namespace cortado

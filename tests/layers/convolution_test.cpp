@@ -1,0 +1,237 @@
+// convolution_test.cpp — Convolution against a hand-worked case and a direct seven-loop convolution
+// (forward and backward) written here, over pad / stride / dilation / group / rectangular kernels /
+// bias on and off; batches split into chunks (columns kept for backward, or unrolled again);
+// several bottoms; frozen weights; finite-difference gradients; and the user errors.
+#include <cmath>
+#include <sstream>
+
+#include "cortado/error.hpp"
+#include "test_util.hpp"
+
+namespace cortado::test {
+namespace {
+
+struct ConvCase {
+  int n, c, h, w, m;
+  int kh, kw, ph, pw, sh, sw, dh, dw;
+  int group;
+  bool bias;
+};
+
+std::string LayerText(const ConvCase& k) {
+  std::ostringstream s;
+  s << "type: 'Convolution' convolution_param { num_output: " << k.m << " kernel_h: " << k.kh
+    << " kernel_w: " << k.kw << " pad_h: " << k.ph << " pad_w: " << k.pw << " stride_h: " << k.sh
+    << " stride_w: " << k.sw << " dilation: " << k.dh << " dilation: " << k.dw << " group: " << k.group
+    << " bias_term: " << (k.bias ? "true" : "false")
+    << " weight_filler { type: 'gaussian' std: 0.5 } bias_filler { type: 'gaussian' std: 0.5 } }";
+  return s.str();
+}
+
+int OutSize(int in, int k, int p, int s, int d) { return (in + 2 * p - (d * (k - 1) + 1)) / s + 1; }
+
+// Calls visit(x index, w index, y index) for every product term x·w that feeds y.
+template <typename Visit>
+void ForEachTerm(const ConvCase& k, Visit visit) {
+  const int oh_n = OutSize(k.h, k.kh, k.ph, k.sh, k.dh), ow_n = OutSize(k.w, k.kw, k.pw, k.sw, k.dw);
+  const int cg = k.c / k.group, mg = k.m / k.group;
+  for (int n = 0; n < k.n; ++n)
+    for (int m = 0; m < k.m; ++m)
+      for (int oh = 0; oh < oh_n; ++oh)
+        for (int ow = 0; ow < ow_n; ++ow)
+          for (int c = 0; c < cg; ++c)
+            for (int i = 0; i < k.kh; ++i)
+              for (int j = 0; j < k.kw; ++j) {
+                const int ih = oh * k.sh - k.ph + i * k.dh, iw = ow * k.sw - k.pw + j * k.dw;
+                if (ih < 0 || ih >= k.h || iw < 0 || iw >= k.w) continue;
+                const int ch = m / mg * cg + c;
+                visit(((int64_t(n) * k.c + ch) * k.h + ih) * k.w + iw,
+                      ((int64_t(m) * cg + c) * k.kh + i) * k.kw + j,
+                      ((int64_t(n) * k.m + m) * oh_n + oh) * ow_n + ow);
+              }
+}
+
+// Checks forward, and backward for top diff = a fixed pattern, against the direct loops.
+void CheckAgainstDirect(const ConvCase& k, LayerFixture& f) {
+  f.FillBottoms();
+  const Blob& weights = *f.layer().blobs()[0];
+  const float* x = f.bottom(0).data();
+  const float* w = weights.data();
+  std::vector<double> y(f.top(0).count(), 0.0), dx(f.bottom(0).count(), 0.0), dw(weights.count(), 0.0);
+  std::vector<float> dy(f.top(0).count());
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = static_cast<float>(i % 7) - 3.0f;
+  ForEachTerm(k, [&](int64_t xi, int64_t wi, int64_t yi) {
+    y[yi] += double(x[xi]) * w[wi];
+    dx[xi] += double(dy[yi]) * w[wi];
+    dw[wi] += double(dy[yi]) * x[xi];
+  });
+  const int64_t per_m = f.top(0).count() / k.n / k.m;
+  std::vector<double> db(k.m, 0.0);
+  for (size_t i = 0; i < y.size(); ++i) {
+    const int m = static_cast<int>(i / per_m % k.m);
+    if (k.bias) y[i] += f.layer().blobs()[1]->data()[m];
+    db[m] += dy[i];
+  }
+  f.Forward();
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(f.top(0).data()[i], y[i], 1e-4 * (1 + std::abs(y[i]))) << i;
+  std::copy(dy.begin(), dy.end(), f.top(0).diff());
+  f.Backward();
+  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(f.bottom(0).diff()[i], dx[i], 1e-4 * (1 + std::abs(dx[i]))) << i;
+  for (size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(weights.diff()[i], dw[i], 1e-3 * (1 + std::abs(dw[i]))) << i;
+  if (!k.bias) return;
+  for (int m = 0; m < k.m; ++m) ASSERT_NEAR(f.layer().blobs()[1]->diff()[m], db[m], 1e-3 * (1 + std::abs(db[m])));
+}
+
+}  // namespace
+
+TEST(Convolution, HandWorkedCase) {
+  // Input 3×3 = 1..9, one 2×2 kernel of ones, bias 0.5: each output is its patch's sum + 0.5.
+  LayerFixture f("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 2 "
+                 "weight_filler { type: 'constant' value: 1 } bias_filler { type: 'constant' value: 0.5 } }",
+                 {{1, 1, 3, 3}});
+  ASSERT_EQ(f.top(0).shape(), (std::vector<int>{1, 1, 2, 2}));
+  for (int i = 0; i < 9; ++i) f.bottom(0).data()[i] = i + 1.0f;
+  f.Forward();
+  const float expected[] = {12.5f, 16.5f, 24.5f, 28.5f};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(f.top(0).data()[i], expected[i]);
+  // Backward with dy = 1: dx counts how many windows cover each pixel; dW sums each tap's pixels.
+  for (int i = 0; i < 4; ++i) f.top(0).diff()[i] = 1.0f;
+  f.Backward();
+  const float dx[] = {1, 2, 1, 2, 4, 2, 1, 2, 1};
+  for (int i = 0; i < 9; ++i) EXPECT_FLOAT_EQ(f.bottom(0).diff()[i], dx[i]);
+  const float dw[] = {12, 16, 24, 28};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(f.layer().blobs()[0]->diff()[i], dw[i]);
+  EXPECT_FLOAT_EQ(f.layer().blobs()[1]->diff()[0], 4.0f);
+}
+
+TEST(Convolution, MatchesDirectConvolution) {
+  const ConvCase cases[] = {
+      // n c  h  w  m  kh kw ph pw sh sw dh dw group bias
+      {2, 1, 8, 8, 4, 5, 5, 0, 0, 1, 1, 1, 1, 1, true},    // LeNet-like
+      {2, 3, 7, 9, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1, true},    // padded, strided
+      {2, 4, 9, 8, 6, 3, 2, 2, 1, 1, 2, 2, 1, 2, false},   // rectangular, dilated, grouped
+      {3, 6, 5, 4, 3, 1, 1, 0, 0, 1, 1, 1, 1, 3, true},    // 1×1, depthwise-like groups
+      {2, 2, 5, 5, 2, 1, 1, 0, 0, 2, 2, 1, 1, 1, false},   // 1×1 strided
+      {1, 2, 3, 4, 3, 5, 6, 1, 1, 1, 1, 1, 1, 1, true},    // kernel = padded input: one output
+      {2, 4, 10, 7, 4, 3, 3, 3, 2, 3, 2, 2, 3, 4, true},   // everything at once
+  };
+  for (const ConvCase& k : cases) {
+    SCOPED_TRACE(LayerText(k));
+    LayerFixture f(LayerText(k), {{k.n, k.c, k.h, k.w}});
+    EXPECT_EQ(f.top(0).shape(), (std::vector<int>{k.n, k.m, OutSize(k.h, k.kh, k.ph, k.sh, k.dh),
+                                                  OutSize(k.w, k.kw, k.pw, k.sw, k.dw)}));
+    EXPECT_EQ(f.layer().blobs()[0]->shape(), (std::vector<int>{k.m, k.c / k.group, k.kh, k.kw}));
+    EXPECT_EQ(f.layer().blobs().size(), k.bias ? 2u : 1u);
+    CheckAgainstDirect(k, f);
+  }
+}
+
+TEST(Convolution, RepeatedFieldsGiveOneValueOrOnePerAxis) {
+  LayerFixture f("type: 'Convolution' convolution_param { num_output: 2 kernel_size: 3 kernel_size: 2 "
+                 "pad: 1 stride: 2 stride: 1 }", {{1, 1, 7, 7}});
+  EXPECT_EQ(f.top(0).shape(), (std::vector<int>{1, 2, 4, 8}));
+  EXPECT_EQ(f.layer().blobs()[0]->shape(), (std::vector<int>{2, 1, 3, 2}));
+}
+
+TEST(Convolution, ChunkedBatchMatchesDirectConvolution) {
+  // 144·28² columns per image: chunks of 2, 2 and 1 images, the columns kept for backward.
+  const ConvCase kept{5, 16, 30, 30, 4, 3, 3, 0, 0, 1, 1, 1, 1, 1, true};
+  LayerFixture f(LayerText(kept), {{kept.n, kept.c, kept.h, kept.w}});
+  CheckAgainstDirect(kept, f);
+  // 9·596² columns per image: six batches' worth exceed 64 MiB, so backward unrolls each chunk
+  // again.
+  const ConvCase redone{6, 1, 598, 598, 1, 3, 3, 0, 0, 1, 1, 1, 1, 1, true};
+  LayerFixture g(LayerText(redone), {{redone.n, redone.c, redone.h, redone.w}});
+  CheckAgainstDirect(redone, g);
+}
+
+TEST(Convolution, SeveralBottomsShareTheWeights) {
+  LayerFixture f("type: 'Convolution' convolution_param { num_output: 3 kernel_size: 3 pad: 1 "
+                 "weight_filler { type: 'gaussian' } bias_filler { type: 'gaussian' } }",
+                 {{2, 2, 5, 5}, {2, 2, 5, 5}}, 2);
+  f.FillBottoms();
+  std::copy(f.bottom(0).data(), f.bottom(0).data() + f.bottom(0).count(), f.bottom(1).data());
+  f.bottom(1).data()[7] += 1.0f;
+  f.Forward();
+  // Same input except one pixel: the tops agree away from it.
+  int same = 0;
+  for (int64_t i = 0; i < f.top(0).count(); ++i) same += f.top(0).data()[i] == f.top(1).data()[i];
+  EXPECT_GT(same, 0);
+  EXPECT_LT(same, f.top(0).count());
+  GradientCheckOptions o;
+  CheckGradient(f, o);
+}
+
+TEST(Convolution, FrozenWeightsGetNoGradient) {
+  const ConvCase k{2, 2, 6, 6, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
+  LayerFixture f(LayerText(k), {{k.n, k.c, k.h, k.w}});
+  f.layer().set_param_propagate_down(0, false);
+  f.layer().set_param_propagate_down(1, false);
+  f.FillBottoms();
+  f.Forward();
+  for (int64_t i = 0; i < f.top(0).count(); ++i) f.top(0).diff()[i] = 1.0f;
+  f.Backward();  // zeroes the parameter diffs first
+  for (auto& p : f.layer().blobs())
+    for (int64_t i = 0; i < p->count(); ++i) EXPECT_EQ(p->diff()[i], 0.0f);
+  float sum = 0;
+  for (int64_t i = 0; i < f.bottom(0).count(); ++i) sum += std::abs(f.bottom(0).diff()[i]);
+  EXPECT_GT(sum, 0.0f);
+}
+
+TEST(Convolution, GradientCheck) {
+  const ConvCase k{2, 4, 5, 5, 4, 3, 3, 1, 1, 2, 2, 1, 1, 2, true};
+  LayerFixture f(LayerText(k), {{k.n, k.c, k.h, k.w}});
+  f.FillBottoms();
+  CheckGradient(f);
+}
+
+TEST(Convolution, DilatedRectangularGradientCheck) {
+  const ConvCase k{2, 2, 7, 6, 3, 2, 3, 1, 2, 1, 2, 2, 1, 1, false};
+  LayerFixture f(LayerText(k), {{k.n, k.c, k.h, k.w}});
+  f.FillBottoms();
+  CheckGradient(f);
+}
+
+namespace {
+std::string ErrorOf(const std::string& text, const std::vector<int>& shape) {
+  try {
+    LayerFixture f("name: 'conv9' " + text, {shape});
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(Convolution, UserErrors) {
+  const std::string too_big = ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 7 pad: 1 }",
+                                      {1, 1, 4, 8});
+  EXPECT_NE(too_big.find("conv9"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.find("kernel height 7"), std::string::npos) << too_big;
+  EXPECT_NE(too_big.find("padded input height 6"), std::string::npos) << too_big;
+  const std::string dilated = ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 3 "
+                                      "dilation: 3 }", {1, 1, 6, 6});
+  EXPECT_NE(dilated.find("dilated extent 7"), std::string::npos) << dilated;
+  const std::string group = ErrorOf("type: 'Convolution' convolution_param { num_output: 4 kernel_size: 1 group: 2 }",
+                                    {1, 3, 4, 4});
+  EXPECT_NE(group.find("3 channels are not divisible by group 2"), std::string::npos) << group;
+  const std::string nd = ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 1 }",
+                                 {1, 1, 4, 4, 4});
+  EXPECT_NE(nd.find("only 2-D convolution is supported"), std::string::npos) << nd;
+  const std::string axis = ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 1 axis: 2 }",
+                                   {1, 1, 4, 4});
+  EXPECT_NE(axis.find("only 2-D convolution is supported"), std::string::npos) << axis;
+  EXPECT_NE(ErrorOf("type: 'Convolution' convolution_param { num_output: 1 }", {1, 1, 4, 4}).find("kernel_size"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 1 kernel_size: 1 "
+                    "kernel_size: 1 }", {1, 1, 4, 4}).find("one per spatial axis"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 3 kernel_h: 3 kernel_w: 3 }",
+                    {1, 1, 4, 4}).find("not both"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 3 stride: 0 }",
+                    {1, 1, 4, 4}).find("stride must be positive"),
+            std::string::npos);
+}
+
+}  // namespace cortado::test

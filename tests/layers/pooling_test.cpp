@@ -1,0 +1,236 @@
+// pooling_test.cpp — Pooling: output shapes (CEIL / FLOOR, the padding drop rule, global), MAX and
+// AVE against hand-worked values and a direct loop over the padded window, the mask top, gradients,
+// and the user errors.
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+
+#include "cortado/error.hpp"
+#include "test_util.hpp"
+
+namespace cortado::test {
+namespace {
+
+std::vector<int> TopShape(const std::string& pool_param, const std::vector<int>& bottom) {
+  LayerFixture f("type: 'Pooling' pooling_param { " + pool_param + " }", {bottom});
+  return f.top(0).shape();
+}
+
+// Distinct values, shuffled, spaced 0.1 apart: argmaxes are unique and survive a ±0.01 nudge.
+void FillDistinct(Blob& blob, uint32_t seed) {
+  std::vector<float> v(blob.count());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * (static_cast<float>(i) - v.size() / 2.0f);
+  std::shuffle(v.begin(), v.end(), std::mt19937(seed));
+  std::copy(v.begin(), v.end(), blob.data());
+}
+
+struct PoolCase {
+  bool max;
+  int kh, kw, ph, pw, sh, sw;
+  bool floor_mode;
+};
+
+std::string LayerText(const PoolCase& k) {
+  std::ostringstream s;
+  s << "type: 'Pooling' pooling_param { pool: " << (k.max ? "MAX" : "AVE") << " kernel_h: " << k.kh
+    << " kernel_w: " << k.kw << " pad_h: " << k.ph << " pad_w: " << k.pw << " stride_h: " << k.sh
+    << " stride_w: " << k.sw << (k.floor_mode ? " round_mode: FLOOR" : "") << " }";
+  return s.str();
+}
+
+// Direct pooling of one plane, walking the window in padded coordinates. AVE's divisor counts the
+// window positions inside [−pad, size + pad), per Caffe.
+float DirectPool(const PoolCase& k, const float* plane, int h, int w, int oh, int ow) {
+  float best = -1e30f, sum = 0;
+  int inside_padded = 0;
+  for (int i = 0; i < k.kh; ++i)
+    for (int j = 0; j < k.kw; ++j) {
+      const int y = oh * k.sh - k.ph + i, x = ow * k.sw - k.pw + j;
+      if (y < h + k.ph && x < w + k.pw) ++inside_padded;
+      if (y < 0 || y >= h || x < 0 || x >= w) continue;
+      best = std::max(best, plane[y * w + x]);
+      sum += plane[y * w + x];
+    }
+  return k.max ? best : sum / inside_padded;
+}
+
+}  // namespace
+
+TEST(Pooling, OutputShapes) {
+  // CEIL (the default) keeps a partial last window; FLOOR drops it.
+  EXPECT_EQ(TopShape("kernel_size: 3 stride: 2", {1, 1, 6, 6}), (std::vector<int>{1, 1, 3, 3}));
+  EXPECT_EQ(TopShape("kernel_size: 3 stride: 2 round_mode: FLOOR", {1, 1, 6, 6}), (std::vector<int>{1, 1, 2, 2}));
+  EXPECT_EQ(TopShape("kernel_size: 2 stride: 2", {64, 20, 24, 24}), (std::vector<int>{64, 20, 12, 12}));
+  EXPECT_EQ(TopShape("kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1", {1, 2, 7, 5}), (std::vector<int>{1, 2, 3, 4}));
+  // Padding: ceil((4 + 4 − 3) / 2) + 1 = 4, but window 3 would start at 6 = 4 + pad: dropped.
+  EXPECT_EQ(TopShape("kernel_size: 3 stride: 2 pad: 2", {1, 1, 4, 4}), (std::vector<int>{1, 1, 3, 3}));
+  // ceil((5 + 2 − 2) / 3) + 1 = 3, window 2 would start at 6 = 5 + pad: dropped.
+  EXPECT_EQ(TopShape("kernel_size: 2 stride: 3 pad: 1", {1, 1, 5, 5}), (std::vector<int>{1, 1, 2, 2}));
+  // ceil((4 + 2 − 3) / 2) + 1 = 3, window 2 starts at 3 < 4 + pad: kept.
+  EXPECT_EQ(TopShape("kernel_size: 3 stride: 2 pad: 1", {1, 1, 4, 4}), (std::vector<int>{1, 1, 3, 3}));
+  EXPECT_EQ(TopShape("global_pooling: true", {2, 3, 4, 5}), (std::vector<int>{2, 3, 1, 1}));
+}
+
+TEST(Pooling, MaxHandWorkedCaseWithMask) {
+  LayerFixture f("type: 'Pooling' pooling_param { pool: MAX kernel_size: 2 stride: 2 }", {{1, 1, 4, 4}}, 2);
+  const float in[] = {1, 5, 2, 0,
+                      3, 4, 8, 7,
+                      9, 0, 1, 1,
+                      2, 6, 3, 1};
+  std::copy(in, in + 16, f.bottom(0).data());
+  f.Forward();
+  const float out[] = {5, 8, 9, 3}, mask[] = {1, 6, 8, 14};
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(f.top(0).data()[i], out[i]);
+    EXPECT_EQ(f.top(1).data()[i], mask[i]);
+  }
+  for (int i = 0; i < 4; ++i) f.top(0).diff()[i] = i + 1.0f;
+  f.Backward();
+  for (int i = 0; i < 16; ++i) {
+    const float* hit = std::find(mask, mask + 4, static_cast<float>(i));
+    EXPECT_EQ(f.bottom(0).diff()[i], hit == mask + 4 ? 0.0f : (hit - mask) + 1.0f) << i;
+  }
+}
+
+TEST(Pooling, AveHandWorkedPaddedCase) {
+  // 3×3 = 1..9, kernel 2, stride 2, pad 1 → 2×2 (the third window would start at 4 = 3 + pad).
+  // Every window lies inside the padded image, so each divides by 4 however few pixels it covers.
+  LayerFixture f("type: 'Pooling' pooling_param { pool: AVE kernel_size: 2 stride: 2 pad: 1 }", {{1, 1, 3, 3}});
+  ASSERT_EQ(f.top(0).shape(), (std::vector<int>{1, 1, 2, 2}));
+  for (int i = 0; i < 9; ++i) f.bottom(0).data()[i] = i + 1.0f;
+  f.Forward();
+  const float out[] = {1 / 4.0f, (2 + 3) / 4.0f, (4 + 7) / 4.0f, (5 + 6 + 8 + 9) / 4.0f};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(f.top(0).data()[i], out[i]);
+}
+
+TEST(Pooling, AveDivisorIsClippedToThePaddedInput) {
+  // 4×4 ones, kernel 3, stride 2, pad 1: windows along an axis are [−1,2), [1,4), [3,6). The last
+  // is clipped to the padded extent 5, so its divisor along that axis is 2 (not 3, not 1).
+  LayerFixture f("type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 pad: 1 }", {{1, 1, 4, 4}});
+  ASSERT_EQ(f.top(0).shape(), (std::vector<int>{1, 1, 3, 3}));
+  std::fill(f.bottom(0).data(), f.bottom(0).data() + 16, 1.0f);
+  f.Forward();
+  const float ratio[] = {2 / 3.0f, 1.0f, 1 / 2.0f};  // pixels covered / divisor, per axis
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) EXPECT_FLOAT_EQ(f.top(0).data()[i * 3 + j], ratio[i] * ratio[j]) << i << "," << j;
+}
+
+TEST(Pooling, MatchesDirectPooling) {
+  const PoolCase cases[] = {
+      // max  kh kw ph pw sh sw floor
+      {true, 2, 2, 0, 0, 2, 2, false},
+      {true, 3, 3, 0, 0, 2, 2, false},
+      {true, 3, 3, 1, 1, 2, 2, false},
+      {true, 3, 2, 1, 0, 2, 1, true},
+      {true, 2, 3, 1, 2, 3, 2, false},
+      {true, 2, 2, 1, 1, 2, 2, false},
+      {true, 2, 2, 0, 0, 1, 1, true},
+      {true, 3, 3, 2, 1, 1, 3, false},
+      {false, 3, 3, 0, 0, 2, 2, false},
+      {false, 3, 3, 1, 1, 2, 2, false},
+      {false, 2, 3, 1, 2, 3, 2, false},
+      {false, 3, 2, 2, 1, 1, 2, true},
+  };
+  const int n = 2, c = 3, h = 7, w = 8;
+  for (const PoolCase& k : cases) {
+    SCOPED_TRACE(LayerText(k));
+    LayerFixture f(LayerText(k), {{n, c, h, w}});
+    FillDistinct(f.bottom(0), 5);
+    f.Forward();
+    const int oh = f.top(0).shape(2), ow = f.top(0).shape(3);
+    for (int p = 0; p < n * c; ++p)
+      for (int y = 0; y < oh; ++y)
+        for (int x = 0; x < ow; ++x)
+          ASSERT_NEAR(f.top(0).data()[(p * oh + y) * ow + x],
+                      DirectPool(k, f.bottom(0).data() + p * h * w, h, w, y, x), 1e-5)
+              << "plane " << p << " output " << y << "," << x;
+  }
+}
+
+TEST(Pooling, KernelWiderThanTheInput) {
+  // Width 2, kernel 3, stride 2: CEIL gives ceil((2 − 3) / 2) + 1 = 1 column of windows, clipped to
+  // the image (AVE divides by 3·2, then 2·2); rows: ceil((4 − 3) / 2) + 1 = 2.
+  for (bool max : {true, false}) {
+    const PoolCase k{max, 3, 3, 0, 0, 2, 2, false};
+    LayerFixture f(LayerText(k), {{1, 2, 4, 2}});
+    ASSERT_EQ(f.top(0).shape(), (std::vector<int>{1, 2, 2, 1}));
+    // Increasing values: a window that overran its row would pick up the next row's larger start.
+    for (int i = 0; i < 16; ++i) f.bottom(0).data()[i] = static_cast<float>(i);
+    f.Forward();
+    for (int p = 0; p < 2; ++p)
+      for (int y = 0; y < 2; ++y) {
+        EXPECT_NEAR(f.top(0).data()[p * 2 + y], DirectPool(k, f.bottom(0).data() + p * 8, 4, 2, y, 0), 1e-5)
+            << (max ? "MAX" : "AVE") << " plane " << p << " row " << y;
+      }
+  }
+}
+
+TEST(Pooling, GlobalPooling) {
+  for (const char* pool : {"MAX", "AVE"}) {
+    LayerFixture f(std::string("type: 'Pooling' pooling_param { global_pooling: true pool: ") + pool + " }",
+                   {{2, 3, 4, 5}});
+    FillDistinct(f.bottom(0), 3);
+    f.Forward();
+    for (int p = 0; p < 6; ++p) {
+      const float* plane = f.bottom(0).data() + p * 20;
+      const float expected = pool[0] == 'M' ? *std::max_element(plane, plane + 20)
+                                            : std::accumulate(plane, plane + 20, 0.0f) / 20;
+      EXPECT_NEAR(f.top(0).data()[p], expected, 1e-5);
+    }
+  }
+}
+
+TEST(Pooling, MaxGradientCheck) {
+  for (const char* text : {"pool: MAX kernel_size: 3 stride: 2", "pool: MAX kernel_size: 3 stride: 2 pad: 1",
+                           "pool: MAX kernel_h: 2 kernel_w: 3 stride_h: 1 stride_w: 2 pad_h: 1 pad_w: 0"}) {
+    SCOPED_TRACE(text);
+    LayerFixture f(std::string("type: 'Pooling' pooling_param { ") + text + " }", {{2, 2, 6, 5}}, 2);
+    FillDistinct(f.bottom(0), 9);
+    CheckGradient(f);
+  }
+}
+
+TEST(Pooling, MaxWithoutMaskTopGradientCheck) {
+  LayerFixture f("type: 'Pooling' pooling_param { pool: MAX kernel_size: 2 stride: 2 }", {{2, 3, 4, 6}});
+  FillDistinct(f.bottom(0), 4);
+  CheckGradient(f);
+}
+
+TEST(Pooling, AveGradientCheck) {
+  for (const char* text : {"pool: AVE kernel_size: 3 stride: 2", "pool: AVE kernel_size: 3 stride: 2 pad: 1",
+                           "pool: AVE kernel_h: 3 kernel_w: 2 stride: 2 pad_h: 2 pad_w: 1 round_mode: FLOOR",
+                           "pool: AVE global_pooling: true"}) {
+    SCOPED_TRACE(text);
+    LayerFixture f(std::string("type: 'Pooling' pooling_param { ") + text + " }", {{2, 2, 6, 5}});
+    f.FillBottoms();
+    CheckGradient(f);
+  }
+}
+
+namespace {
+std::string ErrorOf(const std::string& pool_param, const std::vector<int>& shape, int tops = 1) {
+  try {
+    LayerFixture f("name: 'pool7' type: 'Pooling' pooling_param { " + pool_param + " }", {shape}, tops);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(Pooling, UserErrors) {
+  const std::string stochastic = ErrorOf("pool: STOCHASTIC kernel_size: 2", {1, 1, 4, 4});
+  EXPECT_NE(stochastic.find("pool7"), std::string::npos) << stochastic;
+  EXPECT_NE(stochastic.find("not supported yet"), std::string::npos) << stochastic;
+  EXPECT_NE(ErrorOf("kernel_size: 2 pad: 2", {1, 1, 4, 4}).find("smaller than the kernel"), std::string::npos);
+  EXPECT_NE(ErrorOf("stride: 2", {1, 1, 4, 4}).find("kernel_size"), std::string::npos);
+  EXPECT_NE(ErrorOf("global_pooling: true kernel_size: 2", {1, 1, 4, 4}).find("global_pooling"), std::string::npos);
+  EXPECT_NE(ErrorOf("kernel_size: 2 kernel_h: 2 kernel_w: 2", {1, 1, 4, 4}).find("not both"), std::string::npos);
+  const std::string too_big = ErrorOf("kernel_size: 5", {1, 1, 3, 3});
+  EXPECT_NE(too_big.find("larger than the padded input"), std::string::npos) << too_big;
+  EXPECT_NE(ErrorOf("kernel_size: 2", {1, 4, 4}).find("4-D"), std::string::npos);
+  // Only MAX has a mask top.
+  EXPECT_NE(ErrorOf("pool: AVE kernel_size: 2", {1, 1, 4, 4}, 2).find("at most 1 top"), std::string::npos);
+}
+
+}  // namespace cortado::test
