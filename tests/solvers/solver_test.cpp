@@ -123,3 +123,32 @@ TEST(Solver, UnknownTypeAndPolicyAreErrors) {
 }
 
 }  // namespace cortado::test
+
+namespace cortado::test {
+
+// Random layers (DummyData gaussian inputs, Dropout) draw from the solver's seeded generator: the same
+// random_seed gives the same weights, another seed different ones.
+TEST(Solver, FixedSeedGivesIdenticalRuns) {
+  const char* net = R"(
+layer { name: "in" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { data_filler { type: "gaussian" std: 1 } shape { dim: 6 dim: 5 } shape { dim: 6 dim: 3 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "x" top: "h" inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "drop" type: "Dropout" bottom: "h" top: "h" }
+layer { name: "out" type: "InnerProduct" bottom: "h" top: "z" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "z" bottom: "y" top: "loss" }
+)";
+  auto run = [&](int seed) {
+    SolverParameter param;
+    ReadProtoFromTextString("base_lr: 0.01 lr_policy: 'fixed' momentum: 0.9 max_iter: 20 display: 0 "
+                            "solver_mode: CPU snapshot_after_train: false", &param);
+    param.set_random_seed(seed);
+    ReadProtoFromTextString(net, param.mutable_net_param());
+    Solver solver(param);
+    solver.Step(20);
+    return Weights(solver);
+  };
+  EXPECT_EQ(run(42), run(42));
+  EXPECT_NE(run(42), run(43));
+}
+
+}  // namespace cortado::test
