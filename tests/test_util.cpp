@@ -7,6 +7,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <sys/wait.h>
 
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -30,6 +33,22 @@ std::string TempDir() {
   std::filesystem::create_directories(name);
   return name;
 }
+
+CommandResult RunCommand(const std::string& command) {
+  static int counter = 0;
+  const std::string err_path =
+      "/tmp/cortado_stderr_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + ".txt";
+  const int status = std::system((command + " 2>" + err_path + " >/dev/null").c_str());
+  std::ifstream in(err_path);
+  std::stringstream err;
+  err << in.rdbuf();
+  std::filesystem::remove(err_path);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err.str()};
+}
+
+std::string ToolPath(const std::string& tool) { return std::string(CORTADO_BINARY_DIR) + "/tools/" + tool; }
+
+int CountLines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean, float std) {
   std::normal_distribution<float> dist(mean, std);

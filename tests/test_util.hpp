@@ -19,6 +19,15 @@ LayerParameter ParseLayer(const std::string& text);
 std::string SourceDir();      // the repository root
 std::string TempDir();        // a fresh directory for this test, removed by nobody (under /tmp)
 
+// Runs a shell command; returns its exit code and what it wrote to stderr (where the tools log).
+struct CommandResult {
+  int exit_code;
+  std::string err;
+};
+CommandResult RunCommand(const std::string& command);
+std::string ToolPath(const std::string& tool);  // a built tool: <build>/tools/<tool>
+int CountLines(const std::string& text);
+
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 1.0f);
 void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
 
