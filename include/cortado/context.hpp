@@ -28,7 +28,8 @@ class Context {
   std::string SaveRngState() const;
   void RestoreRngState(const std::string& state);
 
-  // Threads the CPU math library may use (OpenBLAS); 0 keeps the library's choice.
+  // Threads the CPU code may use (OpenMP; BLAS runs inside them); 0 keeps OMP_NUM_THREADS or the
+  // number of cores.
   static void SetCpuThreads(int threads);
 
  private:

@@ -9,7 +9,9 @@ namespace cortado {
 
 enum class Trans { kNo, kYes };
 
-// C = alpha · op(A) · op(B) + beta · C, with op(A) M×K, op(B) K×N, C M×N.
+// C = alpha · op(A) · op(B) + beta · C, with op(A) M×K, op(B) K×N, C M×N. Outside a parallel
+// region a large product is split into row (or column) blocks across the OpenMP threads; BLAS itself
+// always runs single-threaded, so its threads never compete with ours.
 void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c);
 // y = alpha · op(A) · x + beta · y, with A M×N.

@@ -1,7 +1,7 @@
 // context.cpp — device choice, the seeded RNG and its saved state.
 #include "cortado/context.hpp"
 
-#include <cblas.h>
+#include <omp.h>
 
 #include <chrono>
 #include <sstream>
@@ -32,7 +32,7 @@ void Context::RestoreRngState(const std::string& state) {
 }
 
 void Context::SetCpuThreads(int threads) {
-  if (threads > 0) openblas_set_num_threads(threads);
+  if (threads > 0) omp_set_num_threads(threads);
 }
 
 }  // namespace cortado

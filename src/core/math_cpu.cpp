@@ -2,7 +2,9 @@
 #include "cortado/math.hpp"
 
 #include <cblas.h>
+#include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -12,12 +14,42 @@ namespace {
 CBLAS_TRANSPOSE ToCblas(Trans t) { return t == Trans::kYes ? CblasTrans : CblasNoTrans; }
 }  // namespace
 
+// BLAS runs on the calling thread; the parallelism is Cortado's own (OpenMP).
+const bool kBlasSingleThreaded = [] {
+  openblas_set_num_threads(1);
+  return true;
+}();
+
 void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
-  cblas_sgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb,
-              beta, c, n);
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  constexpr int64_t kMinWorkPerThread = int64_t{1} << 18;  // multiply-adds; below this, one thread
+  const int64_t work = static_cast<int64_t>(m) * n * k;
+  const int parts = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(1, work / kMinWorkPerThread)));
+  if (parts <= 1) {
+    cblas_sgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), m, n, k, alpha, a, lda, b, ldb,
+                beta, c, n);
+    return;
+  }
+  // Split the larger of M (rows of A and C) and N (columns of B and C) into `parts` blocks.
+  const bool by_rows = m >= n;
+  const int extent = by_rows ? m : n;
+#pragma omp parallel for num_threads(parts) schedule(static)
+  for (int p = 0; p < parts; ++p) {
+    const int begin = static_cast<int>(static_cast<int64_t>(extent) * p / parts);
+    const int size = static_cast<int>(static_cast<int64_t>(extent) * (p + 1) / parts) - begin;
+    if (by_rows) {
+      const float* a_block = a + (trans_a == Trans::kNo ? static_cast<int64_t>(begin) * lda : begin);
+      cblas_sgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), size, n, k, alpha, a_block, lda,
+                  b, ldb, beta, c + static_cast<int64_t>(begin) * n, n);
+    } else {
+      const float* b_block = b + (trans_b == Trans::kNo ? begin : static_cast<int64_t>(begin) * ldb);
+      cblas_sgemm(CblasRowMajor, ToCblas(trans_a), ToCblas(trans_b), m, size, k, alpha, a, lda,
+                  b_block, ldb, beta, c + begin, n);
+    }
+  }
 }
 
 void cpu_gemv(Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,

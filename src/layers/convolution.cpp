@@ -13,7 +13,12 @@
 //   backward  P = dy gathered as (M, chunk·OH·OW);  dW_g += P_g · col_gᵀ;  col_g = W_gᵀ · P_g;  col2im
 // Forward keeps every chunk's columns for backward when the batch's columns fit in 64 MiB (with one
 // bottom); otherwise backward unrolls each chunk again.
+//
+// Chunks run in parallel on the CPU threads (OpenMP), each product on its own thread: LeNet's
+// products are too small to split further. Each thread has its own product buffer (and
+// column buffer when columns are not kept) and its own weight-gradient partial, summed at the end.
 #include <glog/logging.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -90,6 +95,7 @@ class ConvolutionLayer : public Layer {
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
     col_ = AddScratch();
     product_ = AddScratch();
+    dw_partial_ = AddScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -115,11 +121,14 @@ class ConvolutionLayer : public Layer {
     const int64_t chunks = (batch + max_chunk - 1) / max_chunk;
     chunk_ = static_cast<int>((batch + chunks - 1) / chunks);
     keep_cols_ = batch * per_image <= kKeepFloats;
-    const int64_t col_floats = (keep_cols_ ? batch : chunk_) * per_image;
-    const int64_t product_floats = chunk_ * num_output_ * geom_.out_size();
+    threads_ = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), chunks));
+    chunk_product_ = static_cast<int64_t>(chunk_) * num_output_ * geom_.out_size();
+    const int64_t col_floats = keep_cols_ ? batch * per_image : threads_ * chunk_ * per_image;
+    const int64_t product_floats = threads_ * chunk_product_;
     CHECK_LE(std::max(col_floats, product_floats), int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
     col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
     product_->Reshape(std::vector<int>{static_cast<int>(product_floats)});
+    dw_partial_->Reshape(std::vector<int>{static_cast<int>((threads_ - 1) * blobs_[0]->count())});
     col_holds_forward_ = false;
   }
 
@@ -137,12 +146,16 @@ class ConvolutionLayer : public Layer {
     const float* w = blobs_[0]->data();
     const float* bias = bias_term_ ? blobs_[1]->data() : nullptr;
     const int64_t image = static_cast<int64_t>(channels_) * geom_.height * geom_.width;
-    float* prod = product_->data();
+    const int chunks = (num_ + chunk_ - 1) / chunk_;
     for (size_t i = 0; i < bottom.size(); ++i) {
-      for (int n0 = 0; n0 < num_; n0 += chunk_) {
+#pragma omp parallel for num_threads(threads_) schedule(static)
+      for (int c = 0; c < chunks; ++c) {
+        const int t = omp_get_thread_num();
+        const int n0 = c * chunk_;
         const int b = std::min(chunk_, num_ - n0);
         const int cols = static_cast<int>(b * hw);
-        float* col = ChunkColumns(n0);
+        float* col = ChunkColumns(n0, t);
+        float* prod = product_->data() + t * chunk_product_;
         Im2Col(bottom[i]->data() + n0 * image, b, geom_, col);
         for (int g = 0; g < group_; ++g)
           cpu_gemm(Trans::kNo, Trans::kNo, mg, cols, static_cast<int>(kg), 1.0f, w + g * mg * kg,
@@ -172,15 +185,23 @@ class ConvolutionLayer : public Layer {
     const bool need_b = bias_term_ && param_propagate_down(1);
     const float* w = blobs_[0]->data();
     float* dw = blobs_[0]->diff();
-    float* prod = product_->data();
+    const int chunks = (num_ + chunk_ - 1) / chunk_;
+    const int64_t wcount = blobs_[0]->count();
+    if (need_w && threads_ > 1) cpu_set(dw_partial_->count(), 0.0f, dw_partial_->data());
     for (size_t i = 0; i < top.size(); ++i) {
       const float* dy = top[i]->diff();
       if (need_b) AddBiasGradient(dy, blobs_[1]->diff());
       if (!need_w && !propagate_down[i]) continue;
-      for (int n0 = 0; n0 < num_; n0 += chunk_) {
+      const bool down = propagate_down[i];
+#pragma omp parallel for num_threads(threads_) schedule(static)
+      for (int c = 0; c < chunks; ++c) {
+        const int t = omp_get_thread_num();
+        const int n0 = c * chunk_;
         const int b = std::min(chunk_, num_ - n0);
         const int cols = static_cast<int>(b * hw);
-        float* col = ChunkColumns(n0);
+        float* col = ChunkColumns(n0, t);
+        float* prod = product_->data() + t * chunk_product_;
+        float* dw_t = t == 0 ? dw : dw_partial_->data() + (t - 1) * wcount;
         // dy (b, M, hw) → (M, b, hw).
         for (int k = 0; k < b; ++k) {
           for (int m = 0; m < num_output_; ++m) {
@@ -192,15 +213,17 @@ class ConvolutionLayer : public Layer {
           if (!col_holds_forward_) Im2Col(bottom[i]->data() + n0 * image, b, geom_, col);
           for (int g = 0; g < group_; ++g)
             cpu_gemm(Trans::kNo, Trans::kYes, mg, static_cast<int>(kg), cols, 1.0f,
-                     prod + g * mg * cols, col + g * kg * cols, 1.0f, dw + g * mg * kg);
+                     prod + g * mg * cols, col + g * kg * cols, 1.0f, dw_t + g * mg * kg);
         }
-        if (!propagate_down[i]) continue;
+        if (!down) continue;
         for (int g = 0; g < group_; ++g)
           cpu_gemm(Trans::kYes, Trans::kNo, static_cast<int>(kg), cols, mg, 1.0f, w + g * mg * kg,
                    prod + g * mg * cols, 0.0f, col + g * kg * cols);
         Col2Im(col, b, geom_, bottom[i]->diff() + n0 * image);
       }
     }
+    if (need_w)
+      for (int t = 1; t < threads_; ++t) cpu_axpy(wcount, 1.0f, dw_partial_->data() + (t - 1) * wcount, dw);
     // Columns overwritten by the data gradient are gone.
     if (std::find(propagate_down.begin(), propagate_down.end(), true) != propagate_down.end())
       col_holds_forward_ = false;
@@ -248,9 +271,10 @@ class ConvolutionLayer : public Layer {
                     " + 2·pad ", pad, ")");
   }
 
-  // The columns of the chunk that starts at image n0.
-  float* ChunkColumns(int n0) {
-    return col_->data() + (keep_cols_ ? n0 * geom_.col_rows() * geom_.out_size() : 0);
+  // The columns of the chunk that starts at image n0, worked on by thread t.
+  float* ChunkColumns(int n0, int t) {
+    const int64_t per_image = geom_.col_rows() * geom_.out_size();
+    return col_->data() + (keep_cols_ ? n0 * per_image : t * chunk_ * per_image);
   }
 
   // db[m] += Σ_{n, q} dy[n][m][q].
@@ -270,6 +294,9 @@ class ConvolutionLayer : public Layer {
   bool keep_cols_ = false;          // col_ holds every chunk's columns, not just one chunk's
   Blob* col_ = nullptr;
   Blob* product_ = nullptr;
+  Blob* dw_partial_ = nullptr;      // weight-gradient partials of threads 1..threads_-1
+  int threads_ = 1;
+  int64_t chunk_product_ = 0;       // floats of one thread's product buffer
   bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
 };
 
