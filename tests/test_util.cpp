@@ -11,6 +11,7 @@
 #include <sstream>
 #include <sys/wait.h>
 
+#include "cortado/error.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 
@@ -32,6 +33,16 @@ std::string TempDir() {
   std::filesystem::remove_all(name);
   std::filesystem::create_directories(name);
   return name;
+}
+
+std::string ErrorOf(const std::function<void()>& body) {
+  try {
+    body();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "no cortado::Error thrown";
+  return "";
 }
 
 CommandResult RunCommand(const std::string& command) {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -18,6 +19,9 @@ namespace cortado::test {
 LayerParameter ParseLayer(const std::string& text);
 std::string SourceDir();      // the repository root
 std::string TempDir();        // a fresh directory for this test, removed by nobody (under /tmp)
+
+// The message of the cortado::Error that body throws; "" (and a test failure) when it throws none.
+std::string ErrorOf(const std::function<void()>& body);
 
 // Runs a shell command; returns its exit code and what it wrote to stderr (where the tools log).
 struct CommandResult {

@@ -16,17 +16,6 @@ std::string Key(int i) {
   return key;
 }
 
-// The message of the Error that `body` throws ("" when it throws none).
-template <typename Body>
-std::string ErrorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 }  // namespace
 
 TEST(Lmdb, RoundTripInKeyOrderAndWraps) {

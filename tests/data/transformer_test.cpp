@@ -45,16 +45,6 @@ std::vector<float> Apply(const DataTransformer& t, const Datum& d, std::mt19937&
   return out;
 }
 
-template <typename Body>
-std::string ErrorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 }  // namespace

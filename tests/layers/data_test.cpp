@@ -42,16 +42,6 @@ std::string DataLayerText(const std::string& source, int batch, const std::strin
          std::to_string(batch) + " " + extra + " } transform_param { " + transform + " }";
 }
 
-template <typename Body>
-std::string ErrorOf(Body body) {
-  try {
-    body();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
-
 bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
 // Checks that the fixture's tops hold records first, first+1, ... (mod n), scaled by `scale`.

@@ -19,17 +19,6 @@ SolverParameter Solver(const std::string& text) {
   return param;
 }
 
-// The message of the Error `fn` throws, or "" (which fails the caller's expectations).
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return "";
-}
-
 void ExpectRate(const SolverParameter& p, int iter, double expected) {
   EXPECT_NEAR(LearningRate(p, iter), expected, 1e-6 * std::fabs(expected) + 1e-12)
       << p.lr_policy() << " at iter " << iter;

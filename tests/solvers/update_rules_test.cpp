@@ -25,16 +25,6 @@ SolverParameter Solver(const std::string& text) {
   return param;
 }
 
-std::string ErrorOf(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "no Error thrown";
-  return "";
-}
-
 // Nine floats: segment A = [0, 4) with lr_mult 1, decay_mult 1; element 4 is a gap; segment B =
 // [5, 8) with lr_mult 2.5, decay_mult 0.5; element 8 is a gap.
 constexpr int kCount = 9;
