@@ -45,6 +45,7 @@ class MemoryPlan {
   // A blob's data, and its diff when with_diff is true.
   void RequestBlob(Blob* blob, bool with_diff);
 
+  Device device() const { return device_; }
   size_t bytes() const;  // what the arena will hold, alignment included
   // Allocates the arena and binds every request. The plan may not be used afterwards.
   std::unique_ptr<Arena> Allocate();

@@ -54,12 +54,13 @@ void Net::RequestMemory(MemoryPlan& plan) {
     if (!external.count(p)) param_count_ += p->count();
   }
   plan.Request(param_count_, [this](float* data) { param_data_ = data; });
-  plan.Request(param_count_, [this, offsets](float* diff) {
+  const Device device = plan.device();
+  plan.Request(param_count_, [this, offsets, device](float* diff) {
     param_diff_ = diff;
     for (size_t k = 0; k < learnable_params_.size(); ++k) {
       if (offsets[k] < 0) continue;
       Blob* p = learnable_params_[k];
-      p->Bind(Device::kCPU, param_data_ + offsets[k], param_diff_ + offsets[k], p->count());
+      p->Bind(device, param_data_ + offsets[k], param_diff_ + offsets[k], p->count());
     }
   });
 }
