@@ -150,12 +150,7 @@ class ConvolutionLayer : public Layer {
     for (size_t i = 0; i < bottom.size(); ++i) {
 #pragma omp parallel for num_threads(threads_) schedule(static)
       for (int c = 0; c < chunks; ++c) {
-        const int t = omp_get_thread_num();
-        const int n0 = c * chunk_;
-        const int b = std::min(chunk_, num_ - n0);
-        const int cols = static_cast<int>(b * hw);
-        float* col = ChunkColumns(n0, t);
-        float* prod = product_->data() + t * chunk_product_;
+        const auto [n0, b, cols, col, prod] = ChunkAt(c, omp_get_thread_num());
         Im2Col(bottom[i]->data() + n0 * image, b, geom_, col);
         for (int g = 0; g < group_; ++g)
           cpu_gemm(Trans::kNo, Trans::kNo, mg, cols, static_cast<int>(kg), 1.0f, w + g * mg * kg,
@@ -196,11 +191,7 @@ class ConvolutionLayer : public Layer {
 #pragma omp parallel for num_threads(threads_) schedule(static)
       for (int c = 0; c < chunks; ++c) {
         const int t = omp_get_thread_num();
-        const int n0 = c * chunk_;
-        const int b = std::min(chunk_, num_ - n0);
-        const int cols = static_cast<int>(b * hw);
-        float* col = ChunkColumns(n0, t);
-        float* prod = product_->data() + t * chunk_product_;
+        const auto [n0, b, cols, col, prod] = ChunkAt(c, t);
         float* dw_t = t == 0 ? dw : dw_partial_->data() + (t - 1) * wcount;
         // dy (b, M, hw) → (M, b, hw).
         for (int k = 0; k < b; ++k) {
@@ -271,10 +262,20 @@ class ConvolutionLayer : public Layer {
                     " + 2·pad ", pad, ")");
   }
 
-  // The columns of the chunk that starts at image n0, worked on by thread t.
-  float* ChunkColumns(int n0, int t) {
+  // Chunk c of the batch as thread t works on it: its first image, image count, column count, and
+  // the column and product buffers it uses.
+  struct Chunk {
+    int n0, images, cols;
+    float* col;
+    float* prod;
+  };
+  Chunk ChunkAt(int c, int t) {
+    const int n0 = c * chunk_;
+    const int images = std::min(chunk_, num_ - n0);
     const int64_t per_image = geom_.col_rows() * geom_.out_size();
-    return col_->data() + (keep_cols_ ? n0 * per_image : t * chunk_ * per_image);
+    float* col = col_->data() + (keep_cols_ ? n0 * per_image : t * chunk_ * per_image);
+    return {n0, images, static_cast<int>(images * geom_.out_size()), col,
+            product_->data() + t * chunk_product_};
   }
 
   // db[m] += Σ_{n, q} dy[n][m][q].
