@@ -23,6 +23,12 @@ LayerParameter ParseLayer(const std::string& text) {
   return param;
 }
 
+SolverParameter ParseSolver(const std::string& text) {
+  SolverParameter param;
+  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param)) << text;
+  return param;
+}
+
 std::string SourceDir() { return CORTADO_SOURCE_DIR; }
 
 std::string TempDir() {

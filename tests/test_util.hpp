@@ -17,6 +17,7 @@ namespace cortado::test {
 
 // Parses a text-format LayerParameter; a parse error fails the test.
 LayerParameter ParseLayer(const std::string& text);
+SolverParameter ParseSolver(const std::string& text);
 std::string SourceDir();      // the repository root
 std::string TempDir();        // a fresh directory for this test, removed by nobody (under /tmp)
 

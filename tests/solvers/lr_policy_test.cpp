@@ -13,12 +13,6 @@
 namespace cortado::test {
 namespace {
 
-SolverParameter Solver(const std::string& text) {
-  SolverParameter param;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param)) << text;
-  return param;
-}
-
 void ExpectRate(const SolverParameter& p, int iter, double expected) {
   EXPECT_NEAR(LearningRate(p, iter), expected, 1e-6 * std::fabs(expected) + 1e-12)
       << p.lr_policy() << " at iter " << iter;
@@ -27,12 +21,12 @@ void ExpectRate(const SolverParameter& p, int iter, double expected) {
 const int kIters[] = {0, 1, 99, 100, 101, 250, 1000, 4321};
 
 TEST(LrPolicyTest, Fixed) {
-  const SolverParameter p = Solver("base_lr: 0.01 lr_policy: 'fixed'");
+  const SolverParameter p = ParseSolver("base_lr: 0.01 lr_policy: 'fixed'");
   for (int it : kIters) ExpectRate(p, it, double{0.01f});
 }
 
 TEST(LrPolicyTest, Step) {
-  const SolverParameter p = Solver("base_lr: 0.01 lr_policy: 'step' gamma: 0.1 stepsize: 100");
+  const SolverParameter p = ParseSolver("base_lr: 0.01 lr_policy: 'step' gamma: 0.1 stepsize: 100");
   const double base = p.base_lr(), gamma = p.gamma();
   for (int it : kIters) ExpectRate(p, it, base * std::pow(gamma, std::floor(it / 100.0)));
   EXPECT_FLOAT_EQ(LearningRate(p, 99), 0.01f);
@@ -42,35 +36,35 @@ TEST(LrPolicyTest, Step) {
 }
 
 TEST(LrPolicyTest, Exp) {
-  const SolverParameter p = Solver("base_lr: 0.1 lr_policy: 'exp' gamma: 0.999");
+  const SolverParameter p = ParseSolver("base_lr: 0.1 lr_policy: 'exp' gamma: 0.999");
   const double base = p.base_lr(), gamma = p.gamma();
   for (int it : kIters) ExpectRate(p, it, base * std::pow(gamma, it));
 }
 
 TEST(LrPolicyTest, Inv) {
   const SolverParameter p =
-      Solver("base_lr: 0.01 lr_policy: 'inv' gamma: 0.0001 power: 0.75");  // LeNet's schedule
+      ParseSolver("base_lr: 0.01 lr_policy: 'inv' gamma: 0.0001 power: 0.75");  // LeNet's schedule
   const double base = p.base_lr(), gamma = p.gamma(), power = p.power();
   for (int it : kIters) ExpectRate(p, it, base * std::pow(1 + gamma * it, -power));
   EXPECT_NEAR(LearningRate(p, 100), 0.00992565, 5e-9);  // Caffe's log: "Iteration 100, lr = 0.00992565"
 }
 
 TEST(LrPolicyTest, Poly) {
-  const SolverParameter p = Solver("base_lr: 0.01 lr_policy: 'poly' power: 0.5 max_iter: 5000");
+  const SolverParameter p = ParseSolver("base_lr: 0.01 lr_policy: 'poly' power: 0.5 max_iter: 5000");
   const double base = p.base_lr(), power = p.power();
   for (int it : kIters) ExpectRate(p, it, base * std::pow(1 - it / 5000.0, power));
   EXPECT_EQ(LearningRate(p, 5000), 0.0f);
 }
 
 TEST(LrPolicyTest, Sigmoid) {
-  const SolverParameter p = Solver("base_lr: 0.01 lr_policy: 'sigmoid' gamma: 0.05 stepsize: 200");
+  const SolverParameter p = ParseSolver("base_lr: 0.01 lr_policy: 'sigmoid' gamma: 0.05 stepsize: 200");
   const double base = p.base_lr(), gamma = p.gamma();
   for (int it : kIters) ExpectRate(p, it, base / (1 + std::exp(-gamma * (it - 200.0))));
   EXPECT_FLOAT_EQ(LearningRate(p, 200), 0.005f);
 }
 
 TEST(LrPolicyTest, MultistepBoundaries) {
-  const SolverParameter p = Solver(
+  const SolverParameter p = ParseSolver(
       "base_lr: 0.01 lr_policy: 'multistep' gamma: 0.9 "
       "stepvalue: 5000 stepvalue: 7000 stepvalue: 8000 stepvalue: 9000 stepvalue: 9500");
   const double base = p.base_lr(), gamma = p.gamma();
@@ -86,7 +80,7 @@ TEST(LrPolicyTest, MultistepBoundaries) {
 // Caffe keeps current_step as state and advances it by at most one per iteration, while
 // iter >= stepvalue(current_step); repeated or unsorted stepvalues show the difference from a count.
 TEST(LrPolicyTest, MultistepReplaysCaffesStatefulRule) {
-  const SolverParameter p = Solver(
+  const SolverParameter p = ParseSolver(
       "base_lr: 1 lr_policy: 'multistep' gamma: 0.5 "
       "stepvalue: 3 stepvalue: 3 stepvalue: 10 stepvalue: 6 stepvalue: 12 stepvalue: 30");
   int state = 0;
@@ -102,16 +96,16 @@ TEST(LrPolicyTest, MultistepReplaysCaffesStatefulRule) {
 }
 
 TEST(LrPolicyTest, CurrentStepIsZeroForOtherPolicies) {
-  EXPECT_EQ(CurrentStep(Solver("base_lr: 1 lr_policy: 'fixed'"), 500), 0);
-  EXPECT_EQ(CurrentStep(Solver("base_lr: 1 lr_policy: 'inv' gamma: 0.1 power: 1"), 500), 0);
+  EXPECT_EQ(CurrentStep(ParseSolver("base_lr: 1 lr_policy: 'fixed'"), 500), 0);
+  EXPECT_EQ(CurrentStep(ParseSolver("base_lr: 1 lr_policy: 'inv' gamma: 0.1 power: 1"), 500), 0);
 }
 
 TEST(LrPolicyTest, UnknownPolicyListsTheKnownOnes) {
-  const std::string msg = ErrorOf([] { LearningRate(Solver("base_lr: 1 lr_policy: 'cosine'"), 0); });
+  const std::string msg = ErrorOf([] { LearningRate(ParseSolver("base_lr: 1 lr_policy: 'cosine'"), 0); });
   EXPECT_NE(msg.find("\"cosine\""), std::string::npos) << msg;
   for (const char* known : {"fixed", "step", "exp", "inv", "multistep", "poly", "sigmoid"})
     EXPECT_NE(msg.find(known), std::string::npos) << msg;
-  EXPECT_NE(ErrorOf([] { LearningRate(Solver("base_lr: 1"), 0); }).find("lr_policy is not set"),
+  EXPECT_NE(ErrorOf([] { LearningRate(ParseSolver("base_lr: 1"), 0); }).find("lr_policy is not set"),
             std::string::npos);
 }
 
@@ -132,7 +126,7 @@ TEST(LrPolicyTest, MissingFieldsAreNamed) {
       {"base_lr: 1 lr_policy: 'sigmoid' gamma: 0.1", "stepsize"},
   };
   for (const auto& c : cases) {
-    const SolverParameter p = Solver(c.text);
+    const SolverParameter p = ParseSolver(c.text);
     const std::string msg = ErrorOf([&] { LearningRate(p, 0); });
     EXPECT_NE(msg.find(c.field), std::string::npos) << c.text << " -> " << msg;
   }

@@ -19,12 +19,6 @@
 namespace cortado::test {
 namespace {
 
-SolverParameter Solver(const std::string& text) {
-  SolverParameter param;
-  EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param)) << text;
-  return param;
-}
-
 // Nine floats: segment A = [0, 4) with lr_mult 1, decay_mult 1; element 4 is a gap; segment B =
 // [5, 8) with lr_mult 2.5, decay_mult 0.5; element 8 is a gap.
 constexpr int kCount = 9;
@@ -89,7 +83,7 @@ void ExpectClose(float actual, double expected, const std::string& what) {
 // Three Apply calls against the reference, checking weights, the update left in diff and history.
 void CheckRule(const std::string& type, const std::string& extra, int first_iter) {
   SCOPED_TRACE(type + " " + extra);
-  const SolverParameter p = Solver("type: '" + type + "' " + extra);
+  const SolverParameter p = ParseSolver("type: '" + type + "' " + extra);
   const std::unique_ptr<UpdateRule> rule = UpdateRule::Create(p);
   ASSERT_STREQ(rule->type(), type.c_str());
   std::vector<float> data(kCount), diff(kCount, kGap), hist(kCount * rule->num_history(), kGap);
@@ -139,7 +133,7 @@ TEST(UpdateRuleTest, HistoryCounts) {
   const struct { const char* type; int n; } cases[] = {{"SGD", 1},     {"Nesterov", 1}, {"AdaGrad", 1},
                                                        {"RMSProp", 1}, {"AdaDelta", 2}, {"Adam", 2}};
   for (const auto& c : cases)
-    EXPECT_EQ(UpdateRule::Create(Solver(std::string("type: '") + c.type + "'"))->num_history(), c.n);
+    EXPECT_EQ(UpdateRule::Create(ParseSolver(std::string("type: '") + c.type + "'"))->num_history(), c.n);
 }
 
 TEST(UpdateRuleTest, DeprecatedSolverTypeEnum) {
@@ -147,15 +141,15 @@ TEST(UpdateRuleTest, DeprecatedSolverTypeEnum) {
       {"SGD", "SGD"},         {"NESTEROV", "Nesterov"}, {"ADAGRAD", "AdaGrad"},
       {"RMSPROP", "RMSProp"}, {"ADADELTA", "AdaDelta"}, {"ADAM", "Adam"}};
   for (const auto& c : cases)
-    EXPECT_STREQ(UpdateRule::Create(Solver(std::string("solver_type: ") + c.name))->type(), c.type);
-  EXPECT_STREQ(UpdateRule::Create(Solver(""))->type(), "SGD");
-  EXPECT_NE(ErrorOf([] { UpdateRule::Create(Solver("type: 'Adam' solver_type: ADAM")); })
+    EXPECT_STREQ(UpdateRule::Create(ParseSolver(std::string("solver_type: ") + c.name))->type(), c.type);
+  EXPECT_STREQ(UpdateRule::Create(ParseSolver(""))->type(), "SGD");
+  EXPECT_NE(ErrorOf([] { UpdateRule::Create(ParseSolver("type: 'Adam' solver_type: ADAM")); })
                 .find("solver_type"),
             std::string::npos);
 }
 
 TEST(UpdateRuleTest, Errors) {
-  const std::string unknown = ErrorOf([] { UpdateRule::Create(Solver("type: 'adam'")); });
+  const std::string unknown = ErrorOf([] { UpdateRule::Create(ParseSolver("type: 'adam'")); });
   EXPECT_NE(unknown.find("\"adam\""), std::string::npos) << unknown;
   for (const char* known : {"SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"})
     EXPECT_NE(unknown.find(known), std::string::npos) << unknown;
@@ -168,7 +162,7 @@ TEST(UpdateRuleTest, Errors) {
       {"type: 'Adam' momentum2: 1.5", "momentum2"},
   };
   for (const auto& c : cases) {
-    const std::string msg = ErrorOf([&] { UpdateRule::Create(Solver(c.text)); });
+    const std::string msg = ErrorOf([&] { UpdateRule::Create(ParseSolver(c.text)); });
     EXPECT_NE(msg.find(c.what), std::string::npos) << c.text << " -> " << msg;
   }
 }
@@ -190,7 +184,7 @@ struct Buffers {
 
 TEST(RegularizeTest, L2) {
   Buffers b;
-  Regularize(b.flat, Solver("weight_decay: 0.01"));
+  Regularize(b.flat, ParseSolver("weight_decay: 0.01"));
   for (int i = 0; i < kCount; ++i) {
     const double expected =
         InSegment(i) ? Gradient(1, i) + double{0.01f} * DecayMult(i) * b.data[i] : kGap;
@@ -200,7 +194,7 @@ TEST(RegularizeTest, L2) {
 
 TEST(RegularizeTest, L1) {
   Buffers b;
-  Regularize(b.flat, Solver("weight_decay: 0.01 regularization_type: 'L1'"));
+  Regularize(b.flat, ParseSolver("weight_decay: 0.01 regularization_type: 'L1'"));
   for (int i = 0; i < kCount; ++i) {
     const double sign = b.data[i] > 0 ? 1 : (b.data[i] < 0 ? -1 : 0);
     const double expected = InSegment(i) ? Gradient(1, i) + double{0.01f} * DecayMult(i) * sign : kGap;
@@ -212,10 +206,10 @@ TEST(RegularizeTest, L1) {
 TEST(RegularizeTest, ZeroDecayAndUnknownType) {
   Buffers b;
   const std::vector<float> before = b.diff;
-  Regularize(b.flat, Solver("weight_decay: 0"));
+  Regularize(b.flat, ParseSolver("weight_decay: 0"));
   EXPECT_EQ(b.diff, before);
   const std::string msg =
-      ErrorOf([&] { Regularize(b.flat, Solver("weight_decay: 0.1 regularization_type: 'L3'")); });
+      ErrorOf([&] { Regularize(b.flat, ParseSolver("weight_decay: 0.1 regularization_type: 'L3'")); });
   EXPECT_NE(msg.find("\"L3\""), std::string::npos) << msg;
   EXPECT_NE(msg.find("L1"), std::string::npos) << msg;
 }
