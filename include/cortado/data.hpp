@@ -1,9 +1,10 @@
 // data.hpp — the data path: LMDB records (Datum messages) in, transformed float batches out.
 //
 //   LmdbCursor       walks a database's records in key order, read-only, wrapping to the start
+//   LmdbRecords      every record of a database as in-place views, for random access
 //   LmdbWriter       creates a database and fills it (the convert_* tools)
 //   DataTransformer  Datum (uint8 or float C×H×W) → floats, with mean, scale, crop and mirror
-//   DataLayer        type "Data": a prefetch thread fills a ring of host batches ahead of Forward
+//   DataLayer        type "Data": LMDB records through the BatchPipeline (batch_pipeline.hpp)
 //
 // An LMDB "source" is a directory holding data.mdb and lock.mdb.
 #pragma once
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "cortado/batch_pipeline.hpp"
 #include "cortado/cortado.pb.h"
 #include "cortado/layer.hpp"
 
@@ -55,6 +57,22 @@ class LmdbCursor {
   MDB_cursor* cursor_ = nullptr;
   MDB_val key_{}, value_{};
   uint64_t num_records_ = 0;
+};
+
+// Every record of an LMDB, in key order, with random access: the cursor is walked once at open and the
+// key/value views kept. LMDB keeps them valid while the read transaction is open, which is for the
+// object's lifetime, so records are read in place, without copies, from any thread.
+class LmdbRecords {
+ public:
+  LmdbRecords(const std::string& path, const std::string& owner);
+  uint64_t size() const { return values_.size(); }
+  std::string_view key(uint64_t i) const { return keys_[i]; }
+  std::string_view value(uint64_t i) const { return values_[i]; }
+  const std::string& path() const { return cursor_.path(); }
+
+ private:
+  LmdbCursor cursor_;
+  std::vector<std::string_view> keys_, values_;
 };
 
 // Creates a new LMDB directory (an existing one is an Error: never overwritten) and writes records.
@@ -112,43 +130,95 @@ class DataTransformer {
   std::vector<int> mean_shape_;
 };
 
-// ---- the Data layer ------------------------------------------------------------------------------
+// ---- data layers ---------------------------------------------------------------------------------
 
-// Data (DataParameter source, batch_size, backend: LMDB, rand_skip, prefetch; transform_param).
-// No bottoms. Tops: data (batch_size, C, H', W') and, optionally, label (batch_size), labels as
-// floats. The records come in key order, wrapping at the end; rand_skip skips a uniform random number
-// of records in [0, rand_skip) first. A prefetch thread fills a ring of `prefetch` host batches ahead
-// of Forward, with its own generator seeded from the context's, so a fixed random_seed repeats runs.
-// An error while reading (a corrupt record) is rethrown by the next Forward.
-class DataLayer : public Layer {
+// The base of the layers fed by a BatchPipeline (Data, ImageData). No bottoms; tops: data
+// (batch_size, C, H', W') and, optionally, label (batch_size) as floats. A subclass opens its records
+// in Open and loads one in Load (the RecordLoader side, called from worker threads). rand_skip skips a
+// uniform random number of records in [0, rand_skip) first; the transform seed is drawn from the
+// context's generator, so a fixed random_seed repeats runs; the reader state makes resume exact.
+// An error while loading (a corrupt record) is rethrown by the next Forward.
+class PipelineDataLayer : public Layer, protected RecordLoader {
  public:
-  DataLayer(const LayerParameter& param, Context& ctx);
-  ~DataLayer() override;  // stops and joins the prefetch thread, even while it waits
+  PipelineDataLayer(const LayerParameter& param, Context& ctx) : Layer(param, ctx) {}
+  ~PipelineDataLayer() override;  // stops the pipeline's threads
 
-  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
-  void Reshape(const BlobVec& bottom, const BlobVec& top) override;
-  const char* type() const override { return "Data"; }
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) final;
+  void Reshape(const BlobVec& bottom, const BlobVec& top) final;
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
 
-  // Records handed to the net by Forward so far (batch_size per call; the rand_skip records and
-  // batches still waiting in the ring are not counted).
-  uint64_t records_consumed() const { return records_consumed_; }
-  // Records skipped at start by rand_skip.
+  // Records handed to the net by Forward so far (the rand_skip records and batches still waiting in
+  // the ring are not counted), and the records rand_skip skipped.
+  uint64_t records_consumed() const { return position_ - records_skipped_; }
   uint64_t records_skipped() const { return records_skipped_; }
 
+  // Exact resume: the pipeline restarts at `position` with the given seed; batches in the ring are
+  // dropped and loaded again.
+  bool HasReader() const override { return true; }
+  ReaderState reader_state() const override { return {position_, seed_}; }
+  void RestoreReaderState(const ReaderState& state) override;
+  double reader_wait_seconds() const override { return wait_seconds_; }
+
  protected:
+  struct Source {
+    int batch_size = 1;
+    uint32_t rand_skip = 0;
+    int prefetch = 4;
+    int threads = 0;  // 0: DefaultDataThreads()
+    bool shuffle = false;
+    std::vector<int> item_shape;  // {C, H', W'} of one transformed record
+  };
+  // Checks the layer's parameters, opens the records and reads the first for the item shape.
+  virtual Source Open(bool has_label) = 0;
+
+  // Joins the pipeline's threads. A subclass calls it first thing in its destructor, since the
+  // threads use the subclass's members through Load.
+  void StopPipeline() { pipeline_.reset(); }
+
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
-  struct Prefetcher;  // the thread, its queues and the batch ring (data.cpp)
+  void StartPipeline(const ReaderState& state);
 
-  std::vector<int> data_shape_;  // {batch, C, H', W'}
-  uint64_t records_consumed_ = 0;
+  Source source_;
+  bool has_label_top_ = false;
+  uint64_t position_ = 0;  // records handed to the net, rand_skip included
+  uint64_t seed_ = 0;
   uint64_t records_skipped_ = 0;
-  std::unique_ptr<Prefetcher> prefetcher_;
+  double wait_seconds_ = 0;  // Forward's total time waiting for a batch
+  std::unique_ptr<BatchPipeline> pipeline_;
+};
+
+// Data (DataParameter source, batch_size, backend: LMDB, rand_skip, prefetch, our threads and
+// shuffle; transform_param): Datums from an LMDB, read in place; encoded ones (JPEG, PNG) are decoded
+// in the workers, as colour or grey per transform_param force_color / force_gray.
+class DataLayer : public PipelineDataLayer {
+ public:
+  DataLayer(const LayerParameter& param, Context& ctx);
+  ~DataLayer() override;
+  const char* type() const override { return "Data"; }
+
+ protected:
+  Source Open(bool has_label) override;
+  uint64_t num_records() const override { return records_->size(); }
+  void PrepareWorkers(int count) override;
+  void Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) override;
+
+ private:
+  // Parses record `index` into `datum`, decoding it into `decoded` when encoded; returns the one
+  // holding pixels.
+  const Datum& Parse(uint64_t index, Datum* datum, Datum* decoded) const;
+
+  std::unique_ptr<LmdbRecords> records_;
+  std::unique_ptr<DataTransformer> transformer_;
+  std::vector<int> record_shape_;  // C×H×W of every record (after decoding)
+  struct WorkerScratch {
+    Datum datum, decoded;
+  };
+  std::vector<WorkerScratch> scratch_;
 };
 
 }  // namespace cortado

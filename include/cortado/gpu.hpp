@@ -11,4 +11,10 @@ void* GpuAllocate(size_t bytes);     // throws Error when impossible
 void GpuFree(void* pointer);
 bool BuiltWithCuda();
 
+// Host memory for buffers the GPU copies from (data batches): page-locked when a GPU is present, so
+// copies run asynchronously at full speed; ordinary memory otherwise. Free it with HostFree and the
+// same `pinned` value.
+void* HostAllocate(size_t bytes, bool* pinned);
+void HostFree(void* pointer, bool pinned);
+
 }  // namespace cortado

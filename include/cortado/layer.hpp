@@ -92,6 +92,20 @@ class Layer {
   };
   virtual std::vector<Scratch> scratch_buffers() const;
 
+  // ---- data readers (exact resume) ---------------------------------------------------------------
+  // A layer that reads a dataset reports where its reader is: the records it has handed to the net
+  // since the start, and the seed of its per-record random transforms. Restoring both makes the
+  // following batches identical to those of an uninterrupted run. Other layers have no reader.
+  struct ReaderState {
+    uint64_t position = 0;
+    uint64_t seed = 0;
+  };
+  virtual bool HasReader() const { return false; }
+  virtual ReaderState reader_state() const { return {}; }
+  virtual void RestoreReaderState(const ReaderState& state) {}
+  // Seconds Forward has spent waiting for the reader's next batch, in total.
+  virtual double reader_wait_seconds() const { return 0; }
+
  protected:
   virtual void Forward_cpu(const BlobVec& bottom, const BlobVec& top) = 0;
   virtual void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,

@@ -1,6 +1,7 @@
 // gpu.cu — the device services of a CUDA build: device count and the arena's one allocation.
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <string>
 
 #include "cortado/error.hpp"
@@ -31,5 +32,23 @@ void* GpuAllocate(size_t bytes) {
 }
 
 void GpuFree(void* pointer) { cudaFree(pointer); }
+
+void* HostAllocate(size_t bytes, bool* pinned) {
+  void* pointer = nullptr;
+  *pinned = GpuCount() > 0 && cudaHostAlloc(&pointer, bytes, cudaHostAllocDefault) == cudaSuccess;
+  if (*pinned) return pointer;
+  cudaGetLastError();
+  pointer = std::malloc(bytes);
+  if (pointer == nullptr) Fail("out of host memory: cannot allocate ", bytes, " bytes");
+  return pointer;
+}
+
+void HostFree(void* pointer, bool pinned) {
+  if (pinned) {
+    cudaFreeHost(pointer);
+  } else {
+    std::free(pointer);
+  }
+}
 
 }  // namespace cortado

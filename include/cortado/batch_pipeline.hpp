@@ -1,0 +1,103 @@
+// batch_pipeline.hpp — the prefetch pipeline every data layer shares, so the step never waits for data.
+//
+// A scheduler thread decides which record fills each place of the coming batches; worker threads load
+// and transform records (parse, decode, crop, mirror, scale) straight into a ring of `prefetch`
+// preallocated host batches (pinned when a GPU is present); the consumer takes finished batches in
+// order. Nothing is allocated per batch.
+//
+// Stream positions. This shard's position p (0, 1, 2, …) is the global index g = p·shard_count +
+// shard_index: epoch g / n, place g mod n of that epoch's order — the records' own order, or, with
+// shuffle, a permutation drawn from (seed, epoch). Record g's random transform draws come from a
+// generator seeded by (seed, g). So batch order and contents do not depend on the number of threads,
+// and a pipeline started at position p continues exactly where another one stood (exact resume).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cortado {
+
+// What a data layer supplies: how many records there are and how to turn one into floats.
+class RecordLoader {
+ public:
+  virtual ~RecordLoader() = default;
+  virtual uint64_t num_records() const = 0;
+  // Called once before the workers start, with their number: the loader makes per-worker scratch
+  // (a Datum, decode buffers) so Load allocates nothing in steady state.
+  virtual void PrepareWorkers(int count) {}
+  // Loads record `index` (in [0, num_records)) as item floats into `out` and, when label is not null,
+  // its label. `worker` is the calling worker's number; `rng` is seeded for this record. Throws Error.
+  virtual void Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) = 0;
+};
+
+struct PipelineOptions {
+  std::string owner;           // error-message prefix: "layer data (Data)"
+  int batch_size = 1;
+  int item_count = 1;          // floats per record
+  bool has_label = false;
+  int prefetch = 4;            // batches in the ring
+  int threads = 1;             // worker threads (≥ 1)
+  bool shuffle = false;        // a new seeded permutation of the records each epoch
+  uint64_t seed = 0;           // of shuffles and per-record transforms
+  uint64_t start_position = 0; // this shard's stream position of the first record handed out
+  int shard_index = 0;         // this process's rank …
+  int shard_count = 1;         // … of this many, each taking every shard_count-th record
+};
+
+// The transform seed of the record at global index g.
+uint32_t RecordSeed(uint64_t seed, uint64_t global_index);
+// The default number of worker threads: the cores, at most 8.
+int DefaultDataThreads();
+
+class BatchPipeline {
+ public:
+  // Starts the scheduler and the workers. `loader` must outlive the pipeline.
+  BatchPipeline(RecordLoader& loader, const PipelineOptions& options);
+  ~BatchPipeline();  // stops and joins every thread, even while they wait
+  BatchPipeline(const BatchPipeline&) = delete;
+  BatchPipeline& operator=(const BatchPipeline&) = delete;
+
+  // Waits for the next batch and copies it out (label may be null); returns the seconds spent waiting.
+  // A loader's error is rethrown here.
+  double Next(float* data, float* label);
+  // This shard's stream position of the next record Next hands out.
+  uint64_t position() const { return position_; }
+
+ private:
+  struct Slot;
+  struct Task {
+    Slot* slot;
+    int begin, end;  // items of the slot's batch
+  };
+
+  void Schedule();        // the scheduler thread
+  void Work(int worker);  // a worker thread
+  void FillOrder(uint64_t epoch);
+
+  RecordLoader& loader_;
+  PipelineOptions options_;
+  uint64_t num_records_;
+  std::vector<std::unique_ptr<Slot>> ring_;
+  std::vector<uint32_t> order_;  // this epoch's permutation when shuffling (scheduler only)
+  uint64_t order_epoch_ = UINT64_MAX;
+
+  std::mutex mutex_;
+  std::condition_variable slot_freed_, work_ready_, slot_done_;
+  std::vector<Task> tasks_;  // a ring of pending tasks, capacity prefetch · tasks per batch
+  size_t task_head_ = 0, task_count_ = 0;
+  int tasks_per_batch_;
+  bool stop_ = false;
+
+  uint64_t position_;
+  uint64_t consumed_batches_ = 0;
+  std::thread scheduler_;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace cortado

@@ -1,0 +1,146 @@
+// batch_pipeline_test.cpp — the BatchPipeline's promises: batches independent of the number of worker
+// threads, each shuffled epoch a permutation of every record, a pipeline started at position p
+// continuing another exactly, shards that partition the stream, and loader errors rethrown.
+#include <algorithm>
+#include <set>
+
+#include "cortado/batch_pipeline.hpp"
+#include "cortado/error.hpp"
+#include "test_util.hpp"
+
+namespace cortado::test {
+
+namespace {
+
+// Record i becomes {i, two draws of its generator}, label i % 7; record `fail_at` throws.
+class FakeLoader : public RecordLoader {
+ public:
+  explicit FakeLoader(uint64_t n, int64_t fail_at = -1) : n_(n), fail_at_(fail_at) {}
+  uint64_t num_records() const override { return n_; }
+  void PrepareWorkers(int count) override { workers_ = count; }
+  void Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) override {
+    EXPECT_LT(worker, workers_);
+    if (static_cast<int64_t>(index) == fail_at_) Fail("record ", index, " is corrupt");
+    out[0] = static_cast<float>(index);
+    out[1] = static_cast<float>(rng() % 1000);
+    out[2] = static_cast<float>(rng() % 1000);
+    if (label) *label = static_cast<float>(index % 7);
+  }
+
+ private:
+  uint64_t n_;
+  int64_t fail_at_;
+  int workers_ = 0;
+};
+
+PipelineOptions Options(int threads, bool shuffle = false, uint64_t start = 0) {
+  PipelineOptions options;
+  options.owner = "test";
+  options.batch_size = 5;
+  options.item_count = 3;
+  options.has_label = true;
+  options.prefetch = 3;
+  options.threads = threads;
+  options.shuffle = shuffle;
+  options.seed = 99;
+  options.start_position = start;
+  return options;
+}
+
+// `batches` batches, data then label, concatenated.
+std::vector<float> RunPipeline(RecordLoader& loader, const PipelineOptions& options, int batches) {
+  BatchPipeline pipeline(loader, options);
+  std::vector<float> all, data(options.batch_size * options.item_count), label(options.batch_size);
+  for (int b = 0; b < batches; ++b) {
+    pipeline.Next(data.data(), label.data());
+    all.insert(all.end(), data.begin(), data.end());
+    all.insert(all.end(), label.begin(), label.end());
+  }
+  EXPECT_EQ(pipeline.position(), options.start_position + uint64_t(batches) * options.batch_size);
+  return all;
+}
+
+// The record index of each item in a Run's output.
+std::vector<int> Records(const std::vector<float>& run, int batch, int item) {
+  std::vector<int> records;
+  for (size_t start = 0; start < run.size(); start += batch * item + batch)
+    for (int i = 0; i < batch; ++i) records.push_back(static_cast<int>(run[start + i * item]));
+  return records;
+}
+
+}  // namespace
+
+TEST(BatchPipeline, BatchesDoNotDependOnTheNumberOfThreads) {
+  FakeLoader loader(23);
+  for (bool shuffle : {false, true}) {
+    const auto one = RunPipeline(loader, Options(1, shuffle), 20);
+    for (int threads : {2, 3, 8}) EXPECT_EQ(RunPipeline(loader, Options(threads, shuffle), 20), one) << threads;
+  }
+}
+
+TEST(BatchPipeline, RecordsComeInOrderWrappingAtTheEnd) {
+  FakeLoader loader(7);
+  const auto records = Records(RunPipeline(loader, Options(2), 3), 5, 3);
+  const std::vector<int> expected = {0, 1, 2, 3, 4, 5, 6, 0, 1, 2, 3, 4, 5, 6, 0};
+  EXPECT_EQ(records, expected);
+}
+
+TEST(BatchPipeline, EachShuffledEpochIsAPermutationAndEpochsDiffer) {
+  FakeLoader loader(10);
+  const auto records = Records(RunPipeline(loader, Options(3, true), 6), 5, 3);  // three epochs of 10
+  std::vector<std::vector<int>> epochs;
+  for (int e = 0; e < 3; ++e) {
+    std::vector<int> epoch(records.begin() + e * 10, records.begin() + (e + 1) * 10);
+    std::vector<int> sorted = epoch;
+    std::sort(sorted.begin(), sorted.end());
+    for (int i = 0; i < 10; ++i) EXPECT_EQ(sorted[i], i) << "epoch " << e;
+    epochs.push_back(epoch);
+  }
+  EXPECT_NE(epochs[0], epochs[1]);
+  EXPECT_NE(epochs[1], epochs[2]);
+  PipelineOptions other_seed = Options(3, true);
+  other_seed.seed = 100;
+  EXPECT_NE(Records(RunPipeline(loader, other_seed, 2), 5, 3), std::vector<int>(records.begin(), records.begin() + 10));
+}
+
+TEST(BatchPipeline, StartingAtAPositionContinuesAnotherRunExactly) {
+  FakeLoader loader(13);
+  for (bool shuffle : {false, true}) {
+    const auto whole = RunPipeline(loader, Options(2, shuffle), 12);
+    const auto tail = RunPipeline(loader, Options(3, shuffle, 7 * 5), 5);  // batches 7..11
+    const size_t per_batch = 5 * 3 + 5;
+    EXPECT_EQ(tail, std::vector<float>(whole.begin() + 7 * per_batch, whole.end())) << shuffle;
+  }
+}
+
+TEST(BatchPipeline, ShardsPartitionTheStream) {
+  FakeLoader loader(11);
+  const auto whole = Records(RunPipeline(loader, Options(2, true), 4), 5, 3);  // 20 records
+  std::vector<std::vector<int>> shards;
+  for (int rank = 0; rank < 2; ++rank) {
+    PipelineOptions options = Options(2, true);
+    options.shard_index = rank;
+    options.shard_count = 2;
+    shards.push_back(Records(RunPipeline(loader, options, 2), 5, 3));  // 10 each
+  }
+  for (int i = 0; i < 20; ++i) EXPECT_EQ(shards[i % 2][i / 2], whole[i]) << i;
+}
+
+TEST(BatchPipeline, LoaderErrorsAreRethrownByNext) {
+  FakeLoader loader(9, /*fail_at=*/6);
+  BatchPipeline pipeline(loader, Options(2));
+  std::vector<float> data(15), label(5);
+  EXPECT_NO_THROW(pipeline.Next(data.data(), label.data()));  // records 0..4
+  const std::string error = ErrorOf([&] { pipeline.Next(data.data(), label.data()); });
+  EXPECT_NE(error.find("record 6 is corrupt"), std::string::npos) << error;
+  EXPECT_FALSE(ErrorOf([&] { pipeline.Next(data.data(), label.data()); }).empty()) << "stays failed";
+}
+
+TEST(BatchPipeline, RecordSeedsDifferAcrossNeighboursAndSeeds) {
+  std::set<uint32_t> seen;
+  for (uint64_t g = 0; g < 1000; ++g) seen.insert(RecordSeed(1, g));
+  for (uint64_t g = 0; g < 1000; ++g) seen.insert(RecordSeed(2, g));
+  EXPECT_EQ(seen.size(), 2000u);
+}
+
+}  // namespace cortado::test
