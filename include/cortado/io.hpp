@@ -5,6 +5,7 @@
 
 #include <google/protobuf/message.h>
 
+#include <functional>
 #include <string>
 
 namespace cortado {
@@ -20,6 +21,12 @@ void ReadProtoFromBinaryFile(const std::string& path, google::protobuf::Message*
 // leaves a half-written file under the final name.
 void WriteProtoToTextFile(const google::protobuf::Message& message, const std::string& path);
 void WriteProtoToBinaryFile(const google::protobuf::Message& message, const std::string& path);
+
+// The same guarantee for any writer: `write` creates its file at the temporary path it is given (in
+// path's directory); then that file is flushed to disk and renamed over `path`. If `write` throws, the
+// temporary file is removed and `path` is left as it was.
+void WriteFileAtomically(const std::string& path,
+                         const std::function<void(const std::string& temp_path)>& write);
 
 bool FileExists(const std::string& path);
 

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string_view>
 
 #include "cortado/error.hpp"
 
@@ -24,25 +25,69 @@ namespace {
 
 namespace pb = google::protobuf;
 
-// Keeps the first parse error as "file:line:column: message" (lines and columns from 1).
+// Keeps the first parse error: line and column as protobuf counts them (from 0; a tab advances the
+// column to the next multiple of 8).
 class FirstErrorCollector : public pb::io::ErrorCollector {
  public:
-  explicit FirstErrorCollector(std::string name) : name_(std::move(name)) {}
   void AddError(int line, pb::io::ColumnNumber column, const std::string& message) override {
-    if (!first_.empty()) return;
-    std::ostringstream out;
-    out << name_ << ":" << line + 1 << ":" << column + 1 << ": " << message;
-    first_ = out.str();
+    if (seen_) return;
+    seen_ = true;
+    line_ = line, column_ = column, message_ = message;
   }
   void AddWarning(int, pb::io::ColumnNumber, const std::string&) override {}
-  const std::string& first() const { return first_; }
+  bool seen() const { return seen_; }
+  int line() const { return line_; }
+  int column() const { return column_; }
+  const std::string& message() const { return message_; }
 
  private:
-  std::string name_;
-  std::string first_;
+  bool seen_ = false;
+  int line_ = 0, column_ = 0;
+  std::string message_;
 };
 
+std::string_view LineOf(const std::string& text, int line) {
+  size_t start = 0;
+  for (int i = 0; i < line && start != std::string::npos; ++i) {
+    start = text.find('\n', start);
+    if (start != std::string::npos) ++start;
+  }
+  if (start == std::string::npos || start > text.size()) return {};
+  const size_t end = text.find('\n', start);
+  return std::string_view(text).substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// The character index in `line` of protobuf's column (which counts a tab as up to 8).
+size_t CharIndex(std::string_view line, int column) {
+  int visual = 0;
+  size_t i = 0;
+  for (; i < line.size() && visual < column; ++i) visual = line[i] == '\t' ? (visual / 8 + 1) * 8 : visual + 1;
+  return i;
+}
+
+// "file:line:column: message", counting from 1 in characters. protobuf reports an unknown field at
+// the token after its name; point at the name itself.
+std::string DescribeParseError(const std::string& text, const std::string& name, const FirstErrorCollector& e) {
+  const std::string_view line = LineOf(text, e.line());
+  size_t index = CharIndex(line, e.column());
+  const std::string marker = "has no field named \"";
+  const size_t at = e.message().find(marker);
+  if (at != std::string::npos) {
+    const size_t start = at + marker.size();
+    const std::string field = e.message().substr(start, e.message().find('"', start) - start);
+    const size_t found = field.empty() ? std::string::npos : line.substr(0, index).rfind(field);
+    if (found != std::string::npos) index = found;
+  }
+  std::ostringstream out;
+  out << name << ":" << e.line() + 1 << ":" << index + 1 << ": " << e.message();
+  return out.str();
+}
+
 std::string ReadWholeFile(const std::string& path) {
+  // An ifstream opens a directory and reads it as empty; say what is wrong instead.
+  std::error_code ec;
+  CORTADO_REQUIRE(!std::filesystem::is_directory(path, ec), "cannot read '", path,
+                  "': it is a directory; give the path of a file");
   std::ifstream in(path, std::ios::binary);
   CORTADO_REQUIRE(in.good(), "cannot open '", path, "': ", std::strerror(errno));
   std::ostringstream contents;
@@ -51,32 +96,48 @@ std::string ReadWholeFile(const std::string& path) {
   return contents.str();
 }
 
-// Writes bytes to path through path.tmp-<pid> + fsync + rename.
+// Writes bytes to path through WriteFileAtomically.
 void WriteAtomically(const std::string& path, const std::string& bytes) {
-  const std::string temp = path + ".tmp-" + std::to_string(getpid());
-  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  CORTADO_REQUIRE(fd >= 0, "cannot write '", path, "': ", std::strerror(errno));
-  size_t written = 0;
-  while (written < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
-    if (n < 0) {
-      const int saved = errno;
-      ::close(fd);
-      ::unlink(temp.c_str());
-      Fail("cannot write '", path, "': ", std::strerror(saved));
+  WriteFileAtomically(path, [&](const std::string& temp) {
+    const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CORTADO_REQUIRE(fd >= 0, "cannot write '", path, "': ", std::strerror(errno));
+    size_t written = 0;
+    while (written < bytes.size()) {
+      const ssize_t n = ::write(fd, bytes.data() + written, bytes.size() - written);
+      if (n < 0) {
+        const int saved = errno;
+        ::close(fd);
+        Fail("cannot write '", path, "': ", std::strerror(saved));
+      }
+      written += static_cast<size_t>(n);
     }
-    written += static_cast<size_t>(n);
+    ::close(fd);
+  });
+}
+
+}  // namespace
+
+void WriteFileAtomically(const std::string& path,
+                         const std::function<void(const std::string& temp_path)>& write) {
+  const std::string temp = path + ".tmp-" + std::to_string(getpid());
+  try {
+    write(temp);
+  } catch (...) {
+    ::unlink(temp.c_str());
+    throw;
   }
-  ::fsync(fd);
-  ::close(fd);
+  // The finished file reaches the disk before it takes the final name.
+  const int fd = ::open(temp.c_str(), O_RDONLY);
+  if (fd >= 0) {
+    ::fsync(fd);
+    ::close(fd);
+  }
   if (std::rename(temp.c_str(), path.c_str()) != 0) {
     const int saved = errno;
     ::unlink(temp.c_str());
     Fail("cannot write '", path, "': ", std::strerror(saved));
   }
 }
-
-}  // namespace
 
 bool FileExists(const std::string& path) {
   std::error_code ec;
@@ -85,12 +146,12 @@ bool FileExists(const std::string& path) {
 
 void ReadProtoFromTextString(const std::string& text, pb::Message* message,
                              const std::string& name_for_errors) {
-  FirstErrorCollector errors(name_for_errors);
+  FirstErrorCollector errors;
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
   if (!parser.ParseFromString(text, message)) {
-    Fail(errors.first().empty() ? name_for_errors + ": cannot parse as " + message->GetTypeName()
-                                : errors.first());
+    Fail(errors.seen() ? DescribeParseError(text, name_for_errors, errors)
+                       : name_for_errors + ": cannot parse as " + message->GetTypeName());
   }
 }
 
@@ -100,6 +161,9 @@ void ReadProtoFromTextFile(const std::string& path, pb::Message* message) {
 
 void ReadProtoFromBinaryFile(const std::string& path, pb::Message* message) {
   const std::string bytes = ReadWholeFile(path);
+  // Zero bytes would parse as an empty message: weights that silently copy nothing.
+  CORTADO_REQUIRE(!bytes.empty(), "'", path, "' is empty; expected a ", message->GetTypeName(),
+                  " file (truncated or not yet written?)");
   pb::io::CodedInputStream stream(reinterpret_cast<const uint8_t*>(bytes.data()),
                                   static_cast<int>(std::min<size_t>(bytes.size(), INT_MAX)));
   stream.SetTotalBytesLimit(INT_MAX);  // .caffemodel files may exceed protobuf's 64 MiB default

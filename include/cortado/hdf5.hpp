@@ -1,0 +1,45 @@
+// hdf5.hpp — snapshots in Caffe's HDF5 layout (snapshot_format: HDF5): <prefix>_iter_N.caffemodel.h5
+// and <prefix>_iter_N.solverstate.h5, read and written at the level of the proto messages.
+//
+// .caffemodel.h5   /data/<layer name>/<j>   float32 dataset, dims = shape of the layer's blob j
+//                  /diff/<layer name>/<j>   the same for the gradients (only when some blob has diff)
+// .solverstate.h5  /iter, /current_step     int32, dims {1}
+//                  /learned_net             fixed-length C string, scalar (H5LTmake_dataset_string)
+//                  /history/<i>             float32, dims = shape of history blob i
+//                  /cortado_<field>         Cortado's own SolverState fields (numbers >= 1000: bytes as
+//                                           uint8, integers and floats as themselves); Caffe ignores them
+//                                           and a file without them reads with those fields unset.
+//
+// Writes go through a temporary file and a rename (WriteFileAtomically). Every failure is a
+// cortado::Error naming the file, with libhdf5's own reason; libhdf5 prints nothing on stderr.
+// A build without libhdf5 links src/io/no_hdf5/, whose functions throw an Error saying so.
+#pragma once
+
+#include <string>
+
+#include "cortado/cortado.pb.h"  // NetParameter, SolverState
+
+namespace cortado {
+
+// True for names ending in ".h5" (how Caffe and the solver tell an HDF5 snapshot).
+inline bool IsHdf5Path(const std::string& path) {
+  return path.size() >= 3 && path.compare(path.size() - 3, 3, ".h5") == 0;
+}
+
+// False in a build without libhdf5 (every function below then throws).
+bool HaveHdf5Support();
+
+// Writes one group under /data (and /diff) per layer that has blobs, named by the layer; each blob j
+// of the layer becomes dataset "j" with the blob's shape (`shape`, else the legacy 4-axis fields).
+// A blob with no data values is left out of /data (as Caffe leaves out weight-shared parameters).
+void WriteNetParameterToHdf5(const NetParameter& net, const std::string& path);
+
+// The layers under /data in the file's order (creation order when the file records it, as ours do;
+// else by name, as Caffe reads), each with name and blobs (shape + data, and diff when /diff has it).
+// A blob index missing in the file below a layer's highest one reads as an empty BlobProto.
+NetParameter ReadNetParameterFromHdf5(const std::string& path);
+
+void WriteSolverStateToHdf5(const SolverState& state, const std::string& path);
+SolverState ReadSolverStateFromHdf5(const std::string& path);
+
+}  // namespace cortado

@@ -1,0 +1,24 @@
+// hdf5_stub.cpp — linked when the build has no libhdf5: every HDF5 snapshot call throws an Error that
+// says how to get HDF5 support (the real code is src/io/hdf5/hdf5_format.cpp).
+#include "cortado/error.hpp"  // Fail
+#include "cortado/hdf5.hpp"
+
+namespace cortado {
+
+namespace {
+
+[[noreturn]] void NoHdf5(const std::string& path) {
+  Fail("'", path, "': this build of Cortado has no HDF5 support; rebuild with libhdf5-dev installed "
+       "(scripts/install_deps.sh)");
+}
+
+}  // namespace
+
+bool HaveHdf5Support() { return false; }
+
+void WriteNetParameterToHdf5(const NetParameter&, const std::string& path) { NoHdf5(path); }
+NetParameter ReadNetParameterFromHdf5(const std::string& path) { NoHdf5(path); }
+void WriteSolverStateToHdf5(const SolverState&, const std::string& path) { NoHdf5(path); }
+SolverState ReadSolverStateFromHdf5(const std::string& path) { NoHdf5(path); }
+
+}  // namespace cortado
