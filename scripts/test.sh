@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # test.sh — installs what is missing, builds build/ (Release; the GPU path too when nvcc is found) and
-# runs the whole GoogleTest suite through CTest. Exits non-zero on any failure; the last line is
+# runs the whole GoogleTest suite through CTest (after fetching MNIST into data/mnist, which the
+# OpenCV interop test uses). Exits non-zero on any failure; the last line is
 # "test.sh: N passed, N failed, N skipped".
 #
 # Environment: CORTADO_BUILD_DIR (default build/), CMAKE_BUILD_TYPE, CORTADO_USE_CUDA=ON|OFF,
@@ -29,6 +30,9 @@ cortado_configure
 stage=build
 cortado_build  # every target
 build_s=$((SECONDS - start))
+
+stage=data
+cortado_prepare_mnist  # tests/compat/opencv_dnn_test.cpp trains and scores LeNet on MNIST
 
 stage=tests
 ctest_log="$BUILD_DIR/ctest.log"

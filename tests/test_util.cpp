@@ -1,4 +1,4 @@
-// test_util.cpp — the layer fixture and the gradient checker.
+// test_util.cpp — the layer fixture, the gradient checker, and helpers for files, LMDBs and tool runs.
 #include "test_util.hpp"
 
 #include <google/protobuf/text_format.h>
@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/wait.h>
 
+#include "cortado/data.hpp"
 #include "cortado/error.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -31,14 +33,27 @@ SolverParameter ParseSolver(const std::string& text) {
 
 std::string SourceDir() { return CORTADO_SOURCE_DIR; }
 
-std::string TempDir() {
+namespace {
+std::string TestDirName() {
   const auto* info = testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string("/tmp/cortado_test_") + std::to_string(getpid()) + "_" +
                      (info ? std::string(info->test_suite_name()) + "." + info->name() : "x");
   std::replace(name.begin() + 5, name.end(), '/', '_');
+  return name;
+}
+
+std::string EmptyDir(const std::string& name) {
   std::filesystem::remove_all(name);
   std::filesystem::create_directories(name);
   return name;
+}
+}  // namespace
+
+std::string TempDir() { return EmptyDir(TestDirName()); }
+
+std::string NewTempDir() {
+  static int counter = 0;
+  return EmptyDir(TestDirName() + "_" + std::to_string(++counter));
 }
 
 std::string ErrorOf(const std::function<void()>& body) {
@@ -66,6 +81,46 @@ CommandResult RunCommand(const std::string& command) {
 std::string ToolPath(const std::string& tool) { return std::string(CORTADO_BINARY_DIR) + "/tools/" + tool; }
 
 int CountLines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+std::string LastLine(const std::string& text) {
+  const size_t end = text.find_last_not_of('\n');
+  if (end == std::string::npos) return "";
+  const size_t newline = text.rfind('\n', end);
+  const size_t start = newline == std::string::npos ? 0 : newline + 1;
+  return text.substr(start, end + 1 - start);
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  EXPECT_TRUE(out.good()) << "cannot write " << path;
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  EXPECT_TRUE(in.good()) << "cannot open " << path;
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+std::string WriteDatumLmdb(const std::string& path, int channels, int height, int width,
+                           const std::vector<int>& labels) {
+  LmdbWriter writer(path, "test");
+  Datum datum;
+  datum.set_channels(channels), datum.set_height(height), datum.set_width(width);
+  for (size_t i = 0; i < labels.size(); ++i) {
+    std::string pixels;
+    for (int j = 0; j < channels * height * width; ++j) pixels.push_back(static_cast<char>((i + j) % 256));
+    datum.set_data(pixels);
+    datum.set_label(labels[i]);
+    char key[16];
+    std::snprintf(key, sizeof(key), "%08d", static_cast<int>(i));
+    writer.Put(key, datum.SerializeAsString());
+  }
+  writer.Finish();
+  return path;
+}
 
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean, float std) {
   std::normal_distribution<float> dist(mean, std);

@@ -1,5 +1,6 @@
-// test_util.hpp — what layer tests share: a fixture that builds one layer on blobs of given shapes
-// and binds all its memory, random fills, and a finite-difference gradient checker.
+// test_util.hpp — what tests share: a fixture that builds one layer on blobs of given shapes
+// and binds all its memory, random fills, a finite-difference gradient checker, and helpers for
+// files, small LMDBs and end-to-end runs of the built tools.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -20,6 +21,8 @@ LayerParameter ParseLayer(const std::string& text);
 SolverParameter ParseSolver(const std::string& text);
 std::string SourceDir();      // the repository root
 std::string TempDir();        // a fresh directory for this test, removed by nobody (under /tmp)
+// Another fresh directory for this test on each call (TempDir() empties the same one every call).
+std::string NewTempDir();
 
 // The message of the cortado::Error that body throws; "" (and a test failure) when it throws none.
 std::string ErrorOf(const std::function<void()>& body);
@@ -32,6 +35,16 @@ struct CommandResult {
 CommandResult RunCommand(const std::string& command);
 std::string ToolPath(const std::string& tool);  // a built tool: <build>/tools/<tool>
 int CountLines(const std::string& text);
+std::string LastLine(const std::string& text);  // the last non-empty line, without its newline
+
+// Whole files as bytes: WriteFile creates or replaces; ReadFile fails the test when it cannot open.
+void WriteFile(const std::string& path, const std::string& bytes);
+std::string ReadFile(const std::string& path);
+
+// Creates an LMDB of Datum records, key "%08d" of i: C×H×W uint8 pixels (i + j) % 256 and label
+// labels[i]. Returns path.
+std::string WriteDatumLmdb(const std::string& path, int channels, int height, int width,
+                           const std::vector<int>& labels);
 
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 1.0f);
 void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);

@@ -229,7 +229,7 @@ int DeviceQuery() {
 }
 
 const char* kUsage =
-    "command line brew\n"
+    "trainer: trains, tests and times nets written in Caffe's prototxt format\n"
     "usage: trainer <command> <args>\n\n"
     "commands:\n"
     "  train           train or finetune a model\n"
@@ -243,10 +243,10 @@ int main(int argc, char** argv) {
   return cortado::RunTool(argc, argv, kUsage, [&](int argc, char** argv) {
     const std::map<std::string, int (*)()> commands = {
         {"train", Train}, {"test", Test}, {"time", Time}, {"device_query", DeviceQuery}};
-    if (argc != 2) {
-      std::fputs(kUsage, stderr);
-      return 1;
-    }
+    CORTADO_REQUIRE(argc >= 2, "no command given (valid commands: train, test, time, device_query; "
+                    "see trainer --help)");
+    CORTADO_REQUIRE(argc == 2, "unexpected argument '", argv[2], "' (flags are written --name=value; "
+                    "see trainer --help)");
     auto it = commands.find(argv[1]);
     if (it == commands.end())
       Fail("unknown command '", argv[1], "' (valid commands: train, test, time, device_query)");

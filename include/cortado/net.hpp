@@ -60,6 +60,7 @@ class Net {
   const std::vector<BlobVec>& bottom_vecs() const { return bottom_vecs_; }
   const std::vector<BlobVec>& top_vecs() const { return top_vecs_; }
   const std::vector<std::vector<int>>& top_ids() const { return top_id_vecs_; }
+  const std::vector<std::vector<int>>& bottom_ids() const { return bottom_id_vecs_; }
   const std::vector<std::vector<bool>>& bottom_need_backward() const { return bottom_need_backward_; }
   const std::vector<bool>& layer_need_backward() const { return layer_need_backward_; }
   const std::vector<std::string>& blob_names() const { return blob_names_; }

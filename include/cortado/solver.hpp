@@ -53,7 +53,16 @@ class Solver {
   void ApplyUpdate();
   void Test(int test_net_id);
   void UpdateSmoothedLoss(float loss, int start_iter);
+  // "Progress: N/max_iter iterations (P%), ETA ..." on its own line after the display line.
+  void LogProgress(double elapsed_s, int iters_done) const;
+  // Throws the Error that ends a run whose loss or gradients stopped being finite.
+  [[noreturn]] void StopDiverged(float loss) const;
   std::string SnapshotFilename(const std::string& extension) const;
+  // The layers with a data reader: train net first, then each test net, in layer order.
+  std::vector<Layer*> Readers() const;
+  void RestoreReaders(const SolverState& state, const std::string& path);
+  // Seconds the train net's data layers have waited for batches, in total.
+  double DataWaitSeconds() const;
 
   SolverParameter param_;
   std::string solver_path_;

@@ -1,10 +1,11 @@
-// layer_registry.cpp — the table of layer types and the "unknown layer type" message.
+// layer_registry.cpp — the table of layer types and the "unknown layer type" message (with the
+// closest known type, from suggest.hpp).
 #include "cortado/layer_registry.hpp"
 
-#include <algorithm>
 #include <map>
 
 #include "cortado/error.hpp"
+#include "cortado/suggest.hpp"
 
 namespace cortado {
 
@@ -12,23 +13,6 @@ namespace {
 std::map<std::string, LayerCreator>& Table() {
   static std::map<std::string, LayerCreator> table;
   return table;
-}
-
-// Edit distance, case-insensitive, to suggest the closest known type.
-size_t Distance(const std::string& a, const std::string& b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      const bool same = std::tolower(a[i - 1]) == std::tolower(b[j - 1]);
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (same ? 0 : 1)});
-      diagonal = above;
-    }
-  }
-  return row[b.size()];
 }
 }  // namespace
 
@@ -47,13 +31,9 @@ std::vector<std::string> LayerRegistry::Types() {
 std::unique_ptr<Layer> LayerRegistry::Create(const LayerParameter& param, Context& ctx) {
   auto it = Table().find(param.type());
   if (it != Table().end()) return it->second(param, ctx);
-  std::string known, closest;
-  size_t best = SIZE_MAX;
-  for (const auto& entry : Table()) {
-    known += (known.empty() ? "" : ", ") + entry.first;
-    const size_t d = Distance(param.type(), entry.first);
-    if (d < best) best = d, closest = entry.first;
-  }
+  std::string known;
+  for (const auto& entry : Table()) known += (known.empty() ? "" : ", ") + entry.first;
+  const std::string closest = ClosestMatch(param.type(), Types());
   Fail("layer ", param.name(), ": unknown layer type ", param.type(), " (known types: ", known, ")",
        closest.empty() ? "" : "; did you mean " + closest + "?");
 }

@@ -27,7 +27,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
   LOG(INFO) << "Initializing net from parameters: " << source_ << " (" << name_ << ", phase "
             << Phase_Name(phase_) << ")";
   std::map<std::string, int> available;  // blobs produced and not yet consumed
-  std::set<std::string> produced;
+  std::map<std::string, std::string> producer;  // top name -> the layer that first produced it
   for (int layer_id = 0; layer_id < param.layer_size(); ++layer_id) {
     LayerParameter lp = param.layer(layer_id);
     if (!lp.has_phase()) lp.set_phase(phase_);
@@ -35,7 +35,11 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
                     "'; layer names must be unique");
     CORTADO_REQUIRE(lp.propagate_down_size() == 0 || lp.propagate_down_size() == lp.bottom_size(),
                     source_, ": layer ", lp.name(), ": give propagate_down once per bottom or not at all");
-    layers_.push_back(LayerRegistry::Create(lp, ctx_));
+    try {
+      layers_.push_back(LayerRegistry::Create(lp, ctx_));
+    } catch (const Error& e) {
+      throw Error(source_ + ": " + e.what());  // an unknown type: name the prototxt too
+    }
     Layer* layer = layers_.back().get();
     layer_names_.push_back(lp.name());
     layer_index_[lp.name()] = layer_id;
@@ -49,10 +53,11 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
     for (int j = 0; j < lp.top_size(); ++j) {
       const std::string& top = lp.top(j);
       const bool in_place = j < lp.bottom_size() && lp.bottom(j) == top;
-      CORTADO_REQUIRE(in_place || !produced.count(top), source_, ": layer ", lp.name(), " (", lp.type(),
-                      "): top '", top, "' is already produced by another layer (only in-place reuse, "
-                      "top == bottom, is allowed)");
-      produced.insert(top);
+      auto first = producer.find(top);
+      CORTADO_REQUIRE(in_place || first == producer.end(), source_, ": layer ", lp.name(), " (", lp.type(),
+                      "): top '", top, "' is already produced by layer ", first->second,
+                      "; rename one of the two tops (only in-place reuse, top == bottom, may repeat a name)");
+      producer.emplace(top, lp.name());
       AppendTop(lp, layer_id, j, &available);
     }
     // Loss layers create their loss top when the prototxt names none.

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "cortado/error.hpp"
+#include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
 #include "cortado/net.hpp"
@@ -116,7 +117,11 @@ void Net::AllocateOwnArena() {
 float Net::ForwardFromTo(int start, int end) {
   CHECK(initialized_) << "Net::Forward before Initialize";
   float loss = 0;
-  for (int i = start; i <= end; ++i) loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+  try {
+    for (int i = start; i <= end; ++i) loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+  } catch (const Error& e) {
+    throw Error(source_ + ": " + e.what());  // a bad label or record: name the prototxt as setup does
+  }
   return loss;
 }
 
@@ -147,11 +152,10 @@ void Net::CopyTrainedLayersFrom(const NetParameter& trained) {
     for (int j = 0; j < blobs.size(); ++j) {
       Blob* target = layer->blobs()[j].get();
       if (!target->ShapeEquals(blobs.Get(j))) {
-        std::string shape;
-        for (int d : BlobProtoShape(blobs.Get(j))) shape += std::to_string(d) + " ";
+        const Blob stored(BlobProtoShape(blobs.Get(j)));  // shape only, never bound: for its text
         Fail("layer ", name, " (", layer->type(), "): blob ", j, " has shape ", target->shape_string(),
-             " in the net but ", shape, "in the weights file; rename the layer if it is meant to be "
-             "trained afresh");
+             " in the net but ", stored.shape_string(), " in the weights file; rename the layer if it "
+             "is meant to be trained afresh (weights are copied by layer name)");
       }
       target->FromProto(blobs.Get(j));
     }
@@ -162,7 +166,11 @@ void Net::CopyTrainedLayersFrom(const NetParameter& trained) {
 
 void Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
   NetParameter trained;
-  ReadProtoFromBinaryFile(caffemodel_path, &trained);
+  if (IsHdf5Path(caffemodel_path)) {
+    trained = ReadNetParameterFromHdf5(caffemodel_path);  // Caffe's .caffemodel.h5 layout
+  } else {
+    ReadProtoFromBinaryFile(caffemodel_path, &trained);
+  }
   try {
     CopyTrainedLayersFrom(trained);
   } catch (const Error& e) {

@@ -7,10 +7,13 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <iomanip>
 #include <sstream>
 
+#include "cortado/divergence.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
+#include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
 #include "cortado/update_rules.hpp"
@@ -99,6 +102,10 @@ void Solver::InitTrainNet() {
   LOG(INFO) << "Creating training net from " << source;
   SetState(&net_param, TRAIN, param_.has_train_state() ? &param_.train_state() : nullptr);
   net_ = std::make_unique<Net>(net_param, ctx_, source);
+  bool has_loss = false;
+  for (float weight : net_->blob_loss_weights()) has_loss |= weight != 0;
+  CORTADO_REQUIRE(has_loss, source, ": the training net '", net_->name(), "' has no loss: add a loss "
+                  "layer (e.g. SoftmaxWithLoss or EuclideanLoss) or give a top a loss_weight");
 }
 
 void Solver::InitTestNets() {
@@ -177,8 +184,12 @@ void Solver::Step(int iters) {
   const int stop_iter = iter_ + iters;
   losses_.clear();
   smoothed_loss_ = 0;
-  auto last_display = std::chrono::steady_clock::now();
+  const auto step_start = std::chrono::steady_clock::now();
+  auto last_display = step_start;
   int last_display_iter = iter_;
+  double last_display_wait = DataWaitSeconds();
+  bool train_has_reader = false;
+  for (const auto& layer : net_->layers()) train_has_reader |= layer->HasReader();
   const int iter_size = std::max(param_.iter_size(), 1);
   while (iter_ < stop_iter) {
     net_->ClearParamDiffs();
@@ -193,6 +204,7 @@ void Solver::Step(int iters) {
       net_->Backward();
     }
     loss /= iter_size;
+    if (!std::isfinite(loss) || !AllFinite(net_->param_diff(), net_->param_count())) StopDiverged(loss);
     UpdateSmoothedLoss(loss, start_iter);
     if (display) {
       const auto now = std::chrono::steady_clock::now();
@@ -213,6 +225,14 @@ void Solver::Step(int iters) {
                     << " = " << blob->data()[k] << loss_msg.str();
         }
       }
+      const double wait = DataWaitSeconds();
+      if (train_has_reader && iter_ > start_iter) {  // not at the first display: it times the warm-up
+        LOG(INFO) << "    Data wait: " << std::fixed << std::setprecision(1)
+                  << 100.0 * (wait - last_display_wait) / lapse << "% of the time ("
+                  << std::setprecision(3) << wait - last_display_wait << "s of " << lapse << "s)";
+      }
+      last_display_wait = wait;
+      LogProgress(std::chrono::duration<double>(now - step_start).count(), iter_ - start_iter);
     }
     ApplyUpdate();
     ++iter_;
@@ -223,6 +243,38 @@ void Solver::Step(int iters) {
     }
     if (stop_requested_) break;
   }
+}
+
+namespace {
+
+std::string Duration(double seconds) {
+  const long s = std::lround(seconds);
+  std::ostringstream out;
+  if (s >= 3600) out << s / 3600 << "h" << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
+  else if (s >= 60) out << s / 60 << "m" << std::setw(2) << std::setfill('0') << s % 60 << "s";
+  else out << s << "s";
+  return out.str();
+}
+
+}  // namespace
+
+void Solver::LogProgress(double elapsed_s, int iters_done) const {
+  const int max_iter = std::max(param_.max_iter(), 1);
+  std::ostringstream line;
+  line << "    Progress: " << iter_ << "/" << param_.max_iter() << " iterations ("
+       << std::fixed << std::setprecision(1) << 100.0 * iter_ / max_iter << "%)";
+  if (iters_done > 0) {
+    line << ", ETA " << Duration(elapsed_s / iters_done * std::max(param_.max_iter() - iter_, 0));
+  }
+  LOG(INFO) << line.str();
+}
+
+void Solver::StopDiverged(float loss) const {
+  std::string where = FindNonFinite(*net_);
+  if (where.empty()) where = "the gradients overflowed";
+  Fail(solver_path_, ": training diverged at iteration ", iter_, " (loss = ", loss, "): ", where,
+       ". Try a lower base_lr (now ", param_.base_lr(), ")",
+       param_.clip_gradients() < 0 ? " or set clip_gradients" : "");
 }
 
 void Solver::ApplyUpdate() {
@@ -291,16 +343,21 @@ std::string Solver::SnapshotFilename(const std::string& extension) const {
 }
 
 std::string Solver::Snapshot() {
-  CORTADO_REQUIRE(param_.snapshot_format() == SolverParameter::BINARYPROTO, solver_path_,
-                  ": snapshot_format HDF5 is not supported yet; use BINARYPROTO");
-  const std::string model = SnapshotFilename(".caffemodel");
-  LOG(INFO) << "Snapshotting to binary proto file " << model;
+  // Caffe's two formats: binary protos, or the same messages in its HDF5 layout (hdf5.hpp).
+  const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+  const char* format = hdf5 ? "HDF5 file " : "binary proto file ";
+  const std::string model = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
+  LOG(INFO) << "Snapshotting to " << format << model;
   NetParameter net_param;
   net_->ToProto(&net_param, param_.snapshot_diff());
-  WriteProtoToBinaryFile(net_param, model);
+  if (hdf5) {
+    WriteNetParameterToHdf5(net_param, model);
+  } else {
+    WriteProtoToBinaryFile(net_param, model);
+  }
 
-  const std::string state_path = SnapshotFilename(".solverstate");
-  LOG(INFO) << "Snapshotting solver state to binary proto file " << state_path;
+  const std::string state_path = SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate");
+  LOG(INFO) << "Snapshotting solver state to " << format << state_path;
   SolverState state;
   state.set_iter(iter_);
   state.set_learned_net(model);
@@ -316,13 +373,25 @@ std::string Solver::Snapshot() {
     }
   }
   state.set_rng_state(ctx_.SaveRngState());
-  WriteProtoToBinaryFile(state, state_path);
+  for (const Layer* reader : Readers()) {
+    state.add_reader_position(reader->reader_state().position);
+    state.add_reader_seed(reader->reader_state().seed);
+  }
+  if (hdf5) {
+    WriteSolverStateToHdf5(state, state_path);
+  } else {
+    WriteProtoToBinaryFile(state, state_path);
+  }
   return state_path;
 }
 
 void Solver::Restore(const std::string& path) {
   SolverState state;
-  ReadProtoFromBinaryFile(path, &state);
+  if (IsHdf5Path(path)) {
+    state = ReadSolverStateFromHdf5(path);
+  } else {
+    ReadProtoFromBinaryFile(path, &state);
+  }
   iter_ = state.iter();
   if (state.has_learned_net()) {
     std::string model = state.learned_net();
@@ -348,6 +417,42 @@ void Solver::Restore(const std::string& path) {
     }
   }
   if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
+  RestoreReaders(state, path);
+}
+
+double Solver::DataWaitSeconds() const {
+  double seconds = 0;
+  for (const auto& layer : net_->layers()) seconds += layer->reader_wait_seconds();
+  return seconds;
+}
+
+std::vector<Layer*> Solver::Readers() const {
+  std::vector<Layer*> readers;
+  auto collect = [&readers](const Net& net) {
+    for (const auto& layer : net.layers())
+      if (layer->HasReader()) readers.push_back(layer.get());
+  };
+  collect(*net_);
+  for (const auto& test_net : test_nets_) collect(*test_net);
+  return readers;
+}
+
+void Solver::RestoreReaders(const SolverState& state, const std::string& path) {
+  const std::vector<Layer*> readers = Readers();
+  if (readers.empty()) return;
+  const int saved = state.reader_position_size();
+  if (saved == 0) {
+    LOG(WARNING) << path << " holds no data-reader positions (a Caffe solver state?): the data "
+                 << "restarts from the beginning of each dataset";
+    return;
+  }
+  if (saved != static_cast<int>(readers.size()) || state.reader_seed_size() != saved) {
+    LOG(WARNING) << path << " holds positions for " << saved << " data readers but these nets have "
+                 << readers.size() << ": the data restarts from the beginning of each dataset";
+    return;
+  }
+  for (int i = 0; i < saved; ++i)
+    readers[i]->RestoreReaderState({state.reader_position(i), state.reader_seed(i)});
 }
 
 }  // namespace cortado

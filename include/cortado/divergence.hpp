@@ -1,0 +1,20 @@
+// divergence.hpp — finding where training went non-finite, so a diverging run stops with a message
+// that names the first layer whose output or gradient holds NaN or infinity.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "cortado/net.hpp"
+
+namespace cortado {
+
+// Whether all n values are finite (a vectorised pass; no early exit).
+bool AllFinite(const float* values, int64_t n);
+
+// Where the net's last forward and backward first produced a non-finite value, in the order they ran:
+// a layer's parameters, then each layer's outputs in forward order, then gradients in backward order.
+// "" when every value is finite.
+std::string FindNonFinite(const Net& net);
+
+}  // namespace cortado

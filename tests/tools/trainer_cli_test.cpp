@@ -1,0 +1,173 @@
+// trainer_cli_test.cpp — the trainer's command line: --help, unknown flags, the progress line, the
+// output of `trainer test` and `trainer time`, fine-tuning from several weight files (the later
+// file wins for a layer both hold; solver.weights too), and snapshot_diff.
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cortado/io.hpp"
+#include "test_util.hpp"
+
+namespace cortado::test {
+
+namespace {
+
+const char* kNet = R"(
+  name: "two"
+  layer { name: "in" type: "DummyData" top: "x" top: "y"
+          dummy_data_param { data_filler { type: "constant" value: 0.5 } shape { dim: 4 dim: 3 } shape { dim: 4 dim: 2 } } }
+  layer { name: "a" type: "InnerProduct" bottom: "x" top: "h" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+  layer { name: "b" type: "InnerProduct" bottom: "h" top: "z" inner_product_param { num_output: 2 weight_filler { type: "xavier" } } }
+  layer { name: "loss" type: "EuclideanLoss" bottom: "z" bottom: "y" top: "loss" }
+)";
+
+std::string WriteNet(const std::string& dir) {
+  const std::string path = dir + "/two.prototxt";
+  std::ofstream(path) << kNet;
+  return path;
+}
+
+std::string WriteSolver(const std::string& dir, const std::string& extra) {
+  const std::string path = dir + "/solver.prototxt";
+  std::ofstream(path) << "net: '" << WriteNet(dir) << "'\n"
+                      << "base_lr: 0.1 lr_policy: 'fixed' momentum: 0.9 display: 10 random_seed: 1 solver_mode: CPU\n"
+                      << "snapshot_prefix: '" << dir << "/two'\n"
+                      << extra << "\n";
+  return path;
+}
+
+// What a command printed on stdout.
+std::string StdoutOf(const std::string& command, int* exit_code) {
+  const std::string out = NewTempDir() + "/stdout.txt";
+  *exit_code = RunCommand("(" + command + " >" + out + ")").exit_code;
+  std::ifstream in(out);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// A .caffemodel holding InnerProduct layers filled with one value each.
+std::string WriteWeights(const std::string& path, const std::vector<std::pair<std::string, float>>& layers) {
+  NetParameter model;
+  for (const auto& [name, value] : layers) {
+    LayerParameter* layer = model.add_layer();
+    layer->set_name(name);
+    const std::vector<std::vector<int>> shapes =
+        name == "a" ? std::vector<std::vector<int>>{{3, 3}, {3}} : std::vector<std::vector<int>>{{2, 3}, {2}};
+    for (const auto& shape : shapes) {
+      BlobProto* blob = layer->add_blobs();
+      int count = 1;
+      for (int d : shape) blob->mutable_shape()->add_dim(d), count *= d;
+      for (int i = 0; i < count; ++i) blob->add_data(value);
+    }
+  }
+  WriteProtoToBinaryFile(model, path);
+  return path;
+}
+
+float FirstWeight(const NetParameter& model, const std::string& layer) {
+  for (const auto& l : model.layer())
+    if (l.name() == layer) return l.blobs(0).data(0);
+  ADD_FAILURE() << "no layer " << layer;
+  return 0;
+}
+
+}  // namespace
+
+TEST(TrainerCli, HelpPrintsUsageAndFlagsAndExitsZero) {
+  int exit_code = -1;
+  const std::string help = StdoutOf(ToolPath("trainer") + " --help", &exit_code);
+  EXPECT_EQ(exit_code, 0);
+  EXPECT_NE(help.find("usage: trainer <command>"), std::string::npos) << help;
+  for (const char* flag : {"--solver", "--weights", "--snapshot", "--iterations", "--sigint_effect"})
+    EXPECT_NE(help.find(flag), std::string::npos) << flag;
+  EXPECT_EQ(help.find("--logtostderr"), std::string::npos) << "glog's own flags are not the tool's";
+}
+
+TEST(TrainerCli, UnknownFlagListsTheValidOnesAndTheClosest) {
+  const auto r = RunCommand(ToolPath("trainer") + " train --solvr=x.prototxt");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(CountLines(r.err), 1) << r.err;
+  EXPECT_NE(r.err.find("unknown flag --solvr (valid flags: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--weights"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean --solver?"), std::string::npos) << r.err;
+  // A value after a non-boolean flag is not mistaken for a flag; glog's --v is known.
+  const auto spaced = RunCommand(ToolPath("trainer") + " time --v=0 --model -1");
+  EXPECT_EQ(spaced.err.find("unknown flag"), std::string::npos) << spaced.err;
+}
+
+TEST(TrainerCli, ProgressLineFollowsCaffesDisplayLine) {
+  const std::string dir = TempDir();
+  const auto r = RunCommand(ToolPath("trainer") + " train --solver=" + WriteSolver(dir, "max_iter: 40"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const size_t display = r.err.find("] Iteration 20 (");
+  ASSERT_NE(display, std::string::npos) << r.err;
+  const size_t outputs = r.err.find("]     Train net output #0: loss = ", display);
+  const size_t progress = r.err.find("]     Progress: 20/40 iterations (50.0%), ETA ", display);
+  const size_t next = r.err.find("] Iteration 20, lr = ", display);
+  ASSERT_NE(progress, std::string::npos) << r.err;
+  EXPECT_LT(outputs, progress) << "Caffe's display block stays whole";
+  EXPECT_LT(progress, next);
+}
+
+TEST(TrainerCli, TestAndTimePrintCaffesLines) {
+  const std::string dir = TempDir();
+  ASSERT_EQ(RunCommand(ToolPath("trainer") + " train --solver=" + WriteSolver(dir, "max_iter: 10")).exit_code, 0);
+  const auto test = RunCommand(ToolPath("trainer") + " test --model=" + WriteNet(dir) + " --weights=" + dir +
+                               "/two_iter_10.caffemodel --iterations=3");
+  ASSERT_EQ(test.exit_code, 0) << test.err;
+  for (const char* line : {"Running for 3 iterations.", "] Batch 0, loss = ", "] Batch 2, loss = ", "] Loss: ",
+                           "] loss = "})
+    EXPECT_NE(test.err.find(line), std::string::npos) << line << "\n" << test.err;
+  EXPECT_NE(test.err.find(" loss)"), std::string::npos) << "the loss output shows its weight: (* 1 = x loss)";
+
+  const auto time = RunCommand(ToolPath("trainer") + " time --model=" + WriteNet(dir) + " --iterations=4");
+  ASSERT_EQ(time.exit_code, 0) << time.err;
+  for (const char* line : {"*** Benchmark begins ***", "Iteration: 4 forward-backward time: ", "Average time per layer:",
+                           "a\tforward: ", "b\tbackward: ", "Average Forward pass: ", "Average Backward pass: ",
+                           "Average Forward-Backward: ", "Total Time: ", "*** Benchmark ends ***"})
+    EXPECT_NE(time.err.find(line), std::string::npos) << line << "\n" << time.err;
+}
+
+TEST(TrainerCli, FinetunesFromSeveralWeightFilesTheLaterWinning) {
+  const std::string dir = TempDir();
+  const std::string first = WriteWeights(dir + "/first.caffemodel", {{"a", 1.0f}, {"b", 2.0f}});
+  const std::string second = WriteWeights(dir + "/second.caffemodel", {{"a", 3.0f}, {"unknown_layer", 9.0f}});
+  // max_iter 0: the snapshot after training holds exactly the weights copied in.
+  const auto r = RunCommand(ToolPath("trainer") + " train --solver=" + WriteSolver(dir, "max_iter: 0") +
+                            " --weights=" + first + "," + second);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  NetParameter model;
+  ReadProtoFromBinaryFile(dir + "/two_iter_0.caffemodel", &model);
+  EXPECT_EQ(FirstWeight(model, "a"), 3.0f);
+  EXPECT_EQ(FirstWeight(model, "b"), 2.0f);
+
+  // solver.weights does the same when no --weights is given.
+  const std::string other = NewTempDir();
+  const auto from_solver = RunCommand(ToolPath("trainer") + " train --solver=" +
+                                      WriteSolver(other, "max_iter: 0 weights: '" + first + "'"));
+  ASSERT_EQ(from_solver.exit_code, 0) << from_solver.err;
+  ReadProtoFromBinaryFile(other + "/two_iter_0.caffemodel", &model);
+  EXPECT_EQ(FirstWeight(model, "a"), 1.0f);
+}
+
+TEST(TrainerCli, SnapshotDiffWritesTheGradientsToo) {
+  const std::string dir = TempDir();
+  ASSERT_EQ(RunCommand(ToolPath("trainer") + " train --solver=" +
+                       WriteSolver(dir, "max_iter: 3 snapshot_diff: true")).exit_code, 0);
+  NetParameter model;
+  ReadProtoFromBinaryFile(dir + "/two_iter_3.caffemodel", &model);
+  int blobs = 0;
+  for (const auto& layer : model.layer()) {
+    for (const auto& blob : layer.blobs()) {
+      ++blobs;
+      EXPECT_EQ(blob.diff_size(), blob.data_size()) << layer.name();
+      bool nonzero = false;
+      for (float g : blob.diff()) nonzero |= g != 0;
+      EXPECT_TRUE(nonzero) << layer.name() << " diff is all zeros";
+    }
+  }
+  EXPECT_EQ(blobs, 4);
+}
+
+}  // namespace cortado::test
