@@ -10,12 +10,16 @@
 //                                           uint8, integers and floats as themselves); Caffe ignores them
 //                                           and a file without them reads with those fields unset.
 //
+// Also the reader of the HDF5Data layer: named numeric datasets of a file, read whole as floats.
+//
 // Writes go through a temporary file and a rename (WriteFileAtomically). Every failure is a
 // cortado::Error naming the file, with libhdf5's own reason; libhdf5 prints nothing on stderr.
 // A build without libhdf5 links src/io/no_hdf5/, whose functions throw an Error saying so.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "cortado/cortado.pb.h"  // NetParameter, SolverState
 
@@ -41,5 +45,16 @@ NetParameter ReadNetParameterFromHdf5(const std::string& path);
 
 void WriteSolverStateToHdf5(const SolverState& state, const std::string& path);
 SolverState ReadSolverStateFromHdf5(const std::string& path);
+
+// One dataset read whole: its dims (none for a scalar) and its values in row-major order, converted
+// to float by libhdf5 from any integer or float type.
+struct Hdf5Dataset {
+  std::vector<int64_t> dims;
+  std::vector<float> values;
+};
+
+// The datasets /<name> of the file at path, in the order of names (HDF5Data: one per top). A missing
+// file, one that is not HDF5, and a missing or non-numeric dataset are each an Error naming the file.
+std::vector<Hdf5Dataset> ReadHdf5Datasets(const std::string& path, const std::vector<std::string>& names);
 
 }  // namespace cortado

@@ -1,5 +1,6 @@
-// hdf5_stub.cpp — linked when the build has no libhdf5: every HDF5 snapshot call throws an Error that
-// says how to get HDF5 support (the real code is src/io/hdf5/hdf5_format.cpp).
+// hdf5_stub.cpp — linked when the build has no libhdf5: every HDF5 snapshot call, and the HDF5Data
+// layer's reader, throws an Error that says how to get HDF5 support (the real code is
+// src/io/hdf5/hdf5_format.cpp and src/io/hdf5/hdf5_dataset_read.cpp).
 #include "cortado/error.hpp"  // Fail
 #include "cortado/hdf5.hpp"
 
@@ -20,5 +21,8 @@ void WriteNetParameterToHdf5(const NetParameter&, const std::string& path) { NoH
 NetParameter ReadNetParameterFromHdf5(const std::string& path) { NoHdf5(path); }
 void WriteSolverStateToHdf5(const SolverState&, const std::string& path) { NoHdf5(path); }
 SolverState ReadSolverStateFromHdf5(const std::string& path) { NoHdf5(path); }
+std::vector<Hdf5Dataset> ReadHdf5Datasets(const std::string& path, const std::vector<std::string>&) {
+  NoHdf5(path);
+}
 
 }  // namespace cortado

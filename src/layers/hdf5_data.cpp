@@ -1,0 +1,197 @@
+// hdf5_data.cpp — HDF5Data: rows of HDF5 files, batch_size at a time, as Caffe's HDF5Data layer.
+// hdf5_data_param: source (a text file naming one .h5 file per line; blank lines are skipped and a
+// relative path is relative to the working directory, as in Caffe), batch_size, shuffle.
+// Top i is the dataset /<name of top i> of every file: rank >= 1, any integer or float type, read as
+// float. Axis 0 counts a file's rows and is the same for all its datasets; the other axes are the
+// per-row shape, the same in every file. Top i: (batch_size, per-row shape of dataset i).
+// One file is in memory at a time, read whole when the reader reaches it (cortado/hdf5.hpp). Forward
+// copies the next batch_size rows, going on to the next file at the end of one and back to the first
+// after the last. shuffle: a new file order each pass and a new row order each time a file is read
+// (each pass when there is one file), from a generator seeded from the context's, so a fixed
+// random_seed repeats runs. No bottoms, no backward, CPU only; without libhdf5, an Error at setup.
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <fstream>
+#include <numeric>
+#include <random>
+#include <utility>
+
+#include "cortado/error.hpp"
+#include "cortado/hdf5.hpp"  // HaveHdf5Support, ReadHdf5Datasets
+#include "cortado/io.hpp"    // FileExists
+#include "cortado/layer_registry.hpp"
+
+namespace cortado {
+
+namespace {
+
+// "shape 3×2" for the rows of a dataset of dims N×3×2; "a single value" for those of a 1-D dataset.
+std::string RowShapeText(const std::vector<int64_t>& dims) {
+  if (dims.size() <= 1) return "a single value";
+  std::string text = "shape ";
+  for (size_t d = 1; d < dims.size(); ++d) text += (d > 1 ? "×" : "") + std::to_string(dims[d]);
+  return text;
+}
+
+class HDF5DataLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "HDF5Data"; }
+  int ExactNumBottomBlobs() const override { return 0; }
+  int MinTopBlobs() const override { return 1; }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
+  void Reshape(const BlobVec&, const BlobVec& top) override {
+    for (size_t i = 0; i < top.size(); ++i) top[i]->Reshape(top_shapes_[i]);
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+
+ private:
+  void ReadList(const std::string& path);
+  // Reads files_[file_order_[position]] whole, checks it against the first file, and orders its rows.
+  void Load(size_t position);
+  // Steps to the next row: at the end of a file, to the next file; after the last, back to the first.
+  void Advance();
+
+  int batch_size_ = 0;
+  bool shuffle_ = false;
+  std::mt19937 rng_;                // file and row orders (shuffle only)
+  std::vector<std::string> names_;  // dataset of each top
+  std::vector<std::string> files_;  // as listed
+  std::vector<size_t> file_order_;  // this pass's order of files_
+  size_t file_ = 0;                 // position in file_order_ of the file in memory
+
+  std::vector<std::vector<int64_t>> first_dims_;  // the first file read: dims of each dataset
+  std::string first_path_;
+  std::vector<std::vector<int>> top_shapes_;
+  std::vector<int64_t> row_size_;  // values per row, per top
+
+  std::vector<Hdf5Dataset> datasets_;  // the file in memory, one per top
+  std::vector<int64_t> row_order_;     // its rows in the order Forward hands them out
+  size_t row_ = 0;                     // position in row_order_ of the next row
+};
+
+void HDF5DataLayer::LayerSetUp(const BlobVec&, const BlobVec& top) {
+  const HDF5DataParameter& p = param_.hdf5_data_param();
+  CORTADO_REQUIRE(HaveHdf5Support(), Describe(), ": this build of Cortado has no HDF5 support; rebuild with "
+                  "libhdf5-dev installed (scripts/install_deps.sh)");
+  CORTADO_REQUIRE(!p.source().empty(), Describe(), ": hdf5_data_param.source is empty; give the list of .h5 files");
+  CORTADO_REQUIRE(p.batch_size() > 0 && p.batch_size() <= INT_MAX, Describe(), ": hdf5_data_param.batch_size is ",
+                  p.batch_size(), "; give a positive number of rows per batch");
+  CORTADO_REQUIRE(param_.top_size() == static_cast<int>(top.size()), Describe(),
+                  ": each top names the dataset it reads; give every top a name");
+  batch_size_ = static_cast<int>(p.batch_size());
+  shuffle_ = p.shuffle();
+  names_.assign(param_.top().begin(), param_.top().end());
+  first_dims_.clear();
+  top_shapes_.clear();
+  row_size_.clear();
+  ReadList(p.source());
+  if (shuffle_) rng_.seed(ctx_.rng()());
+  file_order_.resize(files_.size());
+  std::iota(file_order_.begin(), file_order_.end(), 0);
+  if (shuffle_) std::shuffle(file_order_.begin(), file_order_.end(), rng_);
+  file_ = 0;
+  Load(0);
+}
+
+void HDF5DataLayer::ReadList(const std::string& path) {
+  std::ifstream in(path);
+  CORTADO_REQUIRE(in.good(), Describe(), ": cannot read the list of HDF5 files '", path, "'");
+  LOG(INFO) << "Loading list of HDF5 filenames from: " << path;
+  files_.clear();
+  std::string line;
+  for (int number = 1; std::getline(in, line); ++number) {
+    const size_t begin = line.find_first_not_of(" \t\r");
+    if (begin == std::string::npos) continue;
+    const std::string file = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
+    CORTADO_REQUIRE(FileExists(file), Describe(), ": ", path, ":", number, ": no such file '", file, "'");
+    files_.push_back(file);
+  }
+  CORTADO_REQUIRE(!files_.empty(), Describe(), ": the list '", path, "' names no HDF5 files");
+  LOG(INFO) << "Number of HDF5 files: " << files_.size();
+}
+
+void HDF5DataLayer::Load(size_t position) {
+  const std::string& path = files_[file_order_[position]];
+  DLOG(INFO) << "Loading HDF5 file: " << path;
+  std::vector<Hdf5Dataset> datasets;
+  try {
+    datasets = ReadHdf5Datasets(path, names_);
+  } catch (const Error& e) {
+    Fail(Describe(), ": ", e.what());
+  }
+  const bool first = first_dims_.empty();
+  for (size_t i = 0; i < names_.size(); ++i) {
+    const std::vector<int64_t>& dims = datasets[i].dims;
+    const std::string dataset = "'" + path + "': /" + names_[i];
+    CORTADO_REQUIRE(!dims.empty(), Describe(), ": ", dataset, " is a scalar; HDF5Data needs its rows along axis 0");
+    CORTADO_REQUIRE(dims[0] > 0, Describe(), ": ", dataset, " has no rows");
+    CORTADO_REQUIRE(dims[0] == datasets[0].dims[0], Describe(), ": ", dataset, " has ", dims[0], " rows but /",
+                    names_[0], " has ", datasets[0].dims[0], "; every dataset of a file needs the same number "
+                    "of rows (axis 0)");
+    if (!first)
+      CORTADO_REQUIRE(std::equal(dims.begin() + 1, dims.end(), first_dims_[i].begin() + 1, first_dims_[i].end()),
+                      Describe(), ": ", dataset, " has rows of ", RowShapeText(dims), " but in '", first_path_,
+                      "' its rows have ", RowShapeText(first_dims_[i]), "; every file needs the same per-row shape");
+  }
+  if (first) {
+    first_path_ = path;
+    for (size_t i = 0; i < names_.size(); ++i) {
+      const std::vector<int64_t>& dims = datasets[i].dims;
+      std::vector<int> shape = {batch_size_};
+      for (size_t d = 1; d < dims.size(); ++d) {
+        CORTADO_REQUIRE(dims[d] <= INT_MAX, Describe(), ": '", path, "': /", names_[i], " has axis ", d, " of ",
+                        dims[d], ", too large for a blob");
+        shape.push_back(static_cast<int>(dims[d]));
+      }
+      first_dims_.push_back(dims);
+      row_size_.push_back(static_cast<int64_t>(datasets[i].values.size()) / dims[0]);
+      top_shapes_.push_back(shape);
+    }
+  }
+  datasets_ = std::move(datasets);
+  row_order_.resize(static_cast<size_t>(datasets_[0].dims[0]));
+  std::iota(row_order_.begin(), row_order_.end(), 0);
+  if (shuffle_) std::shuffle(row_order_.begin(), row_order_.end(), rng_);
+  row_ = 0;
+  DLOG(INFO) << "Successfully loaded " << row_order_.size() << " rows";
+}
+
+void HDF5DataLayer::Advance() {
+  if (++row_ < row_order_.size()) return;
+  if (++file_ == file_order_.size()) {
+    file_ = 0;
+    if (shuffle_) std::shuffle(file_order_.begin(), file_order_.end(), rng_);
+    DLOG(INFO) << "Looping around to first file.";
+  }
+  if (files_.size() > 1) {
+    Load(file_);
+  } else {
+    row_ = 0;
+    if (shuffle_) std::shuffle(row_order_.begin(), row_order_.end(), rng_);
+  }
+}
+
+void HDF5DataLayer::Forward_cpu(const BlobVec&, const BlobVec& top) {
+  for (int n = 0; n < batch_size_; ++n) {
+    const int64_t row = row_order_[row_];
+    for (size_t i = 0; i < top.size(); ++i) {
+      const int64_t size = row_size_[i];
+      std::memcpy(top[i]->data() + n * size, datasets_[i].values.data() + row * size, size * sizeof(float));
+    }
+    Advance();
+  }
+}
+
+}  // namespace
+
+CORTADO_REGISTER_LAYER(HDF5Data, HDF5DataLayer);
+
+}  // namespace cortado
