@@ -118,7 +118,7 @@ class DataTransformer {
   // the crop is larger than the image, the mean file's shape differs or mean_value's count is wrong.
   std::vector<int> OutputShape(const Datum& datum) const;
   // Writes C·H'·W' floats to out. Throws Error for encoded datums and malformed payloads.
-  void Transform(const Datum& datum, float* out, std::mt19937& rng) const;
+  void Transform(const Datum& datum, float* out, RecordRng& rng) const;
 
  private:
   void CheckShape(int channels, int height, int width) const;
@@ -205,7 +205,7 @@ class DataLayer : public PipelineDataLayer {
   Source Open(bool has_label) override;
   uint64_t num_records() const override { return records_->size(); }
   void PrepareWorkers(int count) override;
-  void Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) override;
+  void Load(uint64_t index, int worker, float* out, float* label, RecordRng& rng) override;
 
  private:
   // Parses record `index` into `datum`, decoding it into `decoded` when encoded; returns the one

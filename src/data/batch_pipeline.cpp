@@ -17,12 +17,12 @@
 
 namespace cortado {
 
-uint32_t RecordSeed(uint64_t seed, uint64_t global_index) {
+uint64_t RecordSeed(uint64_t seed, uint64_t global_index) {
   // SplitMix64 of the pair: neighbouring records get unrelated generators.
   uint64_t z = seed + (global_index + 1) * 0x9E3779B97F4A7C15ull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return static_cast<uint32_t>(z ^ (z >> 31));
+  return z ^ (z >> 31);
 }
 
 int DefaultDataThreads() {
@@ -148,7 +148,7 @@ void BatchPipeline::Work(int worker) {
     Slot& slot = *task.slot;
     try {
       for (int i = task.begin; i < task.end; ++i) {
-        std::mt19937 rng(RecordSeed(options_.seed, slot.global[i]));
+        RecordRng rng(RecordSeed(options_.seed, slot.global[i]));
         loader_.Load(slot.record[i], worker, slot.data.data() + size_t(i) * item,
                      options_.has_label ? slot.label.data() + i : nullptr, rng);
       }

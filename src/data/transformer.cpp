@@ -72,7 +72,7 @@ std::vector<int> DataTransformer::OutputShape(const Datum& datum) const {
   return {datum.channels(), crop > 0 ? crop : datum.height(), crop > 0 ? crop : datum.width()};
 }
 
-void DataTransformer::Transform(const Datum& datum, float* out, std::mt19937& rng) const {
+void DataTransformer::Transform(const Datum& datum, float* out, RecordRng& rng) const {
   CORTADO_REQUIRE(!datum.encoded(), owner_,
                   ": encoded images need OpenCV (store raw pixels: convert_imageset without --encoded)");
   const int channels = datum.channels(), height = datum.height(), width = datum.width();

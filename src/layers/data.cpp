@@ -57,7 +57,7 @@ const Datum& DataLayer::Parse(uint64_t index, Datum* datum, Datum* decoded) cons
   return *decoded;
 }
 
-void DataLayer::Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) {
+void DataLayer::Load(uint64_t index, int worker, float* out, float* label, RecordRng& rng) {
   WorkerScratch& scratch = scratch_[worker];
   const Datum& datum = Parse(index, &scratch.datum, &scratch.decoded);
   CORTADO_REQUIRE(datum.channels() == record_shape_[0] && datum.height() == record_shape_[1] &&

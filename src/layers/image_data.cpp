@@ -26,7 +26,7 @@ class ImageDataLayer : public PipelineDataLayer {
   Source Open(bool has_label) override;
   uint64_t num_records() const override { return images_.size(); }
   void PrepareWorkers(int count) override { scratch_.resize(count); }
-  void Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) override;
+  void Load(uint64_t index, int worker, float* out, float* label, RecordRng& rng) override;
 
  private:
   void ReadList(const std::string& path);
@@ -85,7 +85,7 @@ PipelineDataLayer::Source ImageDataLayer::Open(bool has_label) {
   return source;
 }
 
-void ImageDataLayer::Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) {
+void ImageDataLayer::Load(uint64_t index, int worker, float* out, float* label, RecordRng& rng) {
   Datum& datum = scratch_[worker];
   Read(index, &datum);
   CORTADO_REQUIRE(datum.channels() == record_shape_[0] && datum.height() == record_shape_[1] &&

@@ -18,7 +18,7 @@ class FakeLoader : public RecordLoader {
   explicit FakeLoader(uint64_t n, int64_t fail_at = -1) : n_(n), fail_at_(fail_at) {}
   uint64_t num_records() const override { return n_; }
   void PrepareWorkers(int count) override { workers_ = count; }
-  void Load(uint64_t index, int worker, float* out, float* label, std::mt19937& rng) override {
+  void Load(uint64_t index, int worker, float* out, float* label, RecordRng& rng) override {
     EXPECT_LT(worker, workers_);
     if (static_cast<int64_t>(index) == fail_at_) Fail("record ", index, " is corrupt");
     out[0] = static_cast<float>(index);

@@ -38,7 +38,7 @@ TransformationParameter Param(const std::string& text) {
   return p;
 }
 
-std::vector<float> Apply(const DataTransformer& t, const Datum& d, std::mt19937& rng) {
+std::vector<float> Apply(const DataTransformer& t, const Datum& d, RecordRng& rng) {
   const std::vector<int> shape = t.OutputShape(d);
   std::vector<float> out(shape[0] * shape[1] * shape[2], -999.0f);
   t.Transform(d, out.data(), rng);
@@ -52,7 +52,7 @@ bool Contains(const std::string& text, const std::string& part) { return text.fi
 TEST(Transformer, ScaleAndPerChannelMeanValue) {
   DataTransformer t(Param("scale: 0.5 mean_value: 10 mean_value: 20"), TRAIN, "t");
   const Datum d = MakeDatum(2, 1, 3, {10, 12, 30, 20, 21, 255});
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   const std::vector<float> expected = {0.0f, 1.0f, 10.0f, 0.0f, 0.5f, 117.5f};
   EXPECT_EQ(Apply(t, d, rng), expected);
   EXPECT_EQ(t.OutputShape(d), (std::vector<int>{2, 1, 3}));
@@ -60,7 +60,7 @@ TEST(Transformer, ScaleAndPerChannelMeanValue) {
 
 TEST(Transformer, OneMeanValueForEveryChannel) {
   DataTransformer t(Param("mean_value: 5"), TEST, "t");
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   const std::vector<float> expected = {-5.0f, 0.0f, 5.0f, 95.0f};
   EXPECT_EQ(Apply(t, MakeDatum(2, 2, 1, {0, 5, 10, 100}), rng), expected);
 }
@@ -76,7 +76,7 @@ TEST(Transformer, MeanFileWithCentreCropInTest) {
   const Datum d = Ramp(1, 4, 5);
   EXPECT_EQ(t.OutputShape(d), (std::vector<int>{1, 2, 2}));
   // Centre: rows 1–2, columns 1–2; pixel 10h + w, mean h → (9h + w)·2.
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   const std::vector<float> expected = {20.0f, 22.0f, 38.0f, 40.0f};
   EXPECT_EQ(Apply(t, d, rng), expected);
 }
@@ -88,7 +88,7 @@ TEST(Transformer, LegacyShapedMeanFile) {
   for (float v : {1.0f, 2.0f, 3.0f, 4.0f}) mean.add_data(v);
   WriteProtoToBinaryFile(mean, mean_path);
   DataTransformer t(Param("mean_file: '" + mean_path + "'"), TRAIN, "t");
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   const std::vector<float> expected = {9.0f, 18.0f, 27.0f, 36.0f};
   EXPECT_EQ(Apply(t, MakeDatum(2, 1, 2, {10, 20, 30, 40}), rng), expected);
 }
@@ -96,9 +96,9 @@ TEST(Transformer, LegacyShapedMeanFile) {
 TEST(Transformer, RandomCropInTrainUsesTheDocumentedDraws) {
   DataTransformer t(Param("crop_size: 2"), TRAIN, "t");
   const Datum d = Ramp(2, 4, 5);
-  std::mt19937 rng(42);
+  RecordRng rng(42);
   for (int trial = 0; trial < 10; ++trial) {
-    std::mt19937 copy = rng;
+    RecordRng copy = rng;
     const int h_off = copy() % 3, w_off = copy() % 4;
     const std::vector<float> out = Apply(t, d, rng);
     for (int c = 0; c < 2; ++c)
@@ -114,9 +114,9 @@ TEST(Transformer, MirrorFlipsRowsWhenTheDrawSaysSo) {
   const Datum d = MakeDatum(1, 2, 3, {1, 2, 3, 4, 5, 6});
   const std::vector<float> plain = {1, 2, 3, 4, 5, 6}, flipped = {3, 2, 1, 6, 5, 4};
   int flips = 0;
-  std::mt19937 rng(7);
+  RecordRng rng(7);
   for (int trial = 0; trial < 32; ++trial) {
-    std::mt19937 copy = rng;
+    RecordRng copy = rng;
     const bool flip = copy() % 2;
     flips += flip;
     EXPECT_EQ(Apply(t, d, rng), flip ? flipped : plain);
@@ -128,9 +128,9 @@ TEST(Transformer, MirrorFlipsRowsWhenTheDrawSaysSo) {
 TEST(Transformer, MirrorWithCropFlipsTheWindow) {
   DataTransformer t(Param("mirror: true crop_size: 2"), TRAIN, "t");
   const Datum d = Ramp(1, 3, 3);
-  std::mt19937 rng(3);
+  RecordRng rng(3);
   for (int trial = 0; trial < 16; ++trial) {
-    std::mt19937 copy = rng;
+    RecordRng copy = rng;
     const bool flip = copy() % 2;
     const int h_off = copy() % 2, w_off = copy() % 2;
     const std::vector<float> out = Apply(t, d, rng);
@@ -142,7 +142,7 @@ TEST(Transformer, MirrorWithCropFlipsTheWindow) {
 
 TEST(Transformer, NoMirrorAndNoDrawsInTest) {
   DataTransformer t(Param("mirror: true"), TEST, "t");
-  std::mt19937 rng(7), before = rng;
+  RecordRng rng(7), before = rng;
   for (int trial = 0; trial < 8; ++trial)
     EXPECT_EQ(Apply(t, MakeDatum(1, 1, 2, {1, 2}), rng), (std::vector<float>{1, 2}));
   EXPECT_EQ(rng, before);
@@ -153,7 +153,7 @@ TEST(Transformer, FloatDataDatums) {
   Datum d;
   d.set_channels(1), d.set_height(1), d.set_width(3);
   for (float v : {-1.5f, 0.5f, 2.25f}) d.add_float_data(v);
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   const std::vector<float> expected = {-4.0f, 0.0f, 3.5f};
   EXPECT_EQ(Apply(t, d, rng), expected);
 }
@@ -163,7 +163,7 @@ TEST(Transformer, CropLargerThanTheImage) {
   const Datum d = Ramp(1, 4, 6);
   EXPECT_EQ(ErrorOf([&] { t.OutputShape(d); }), "t: crop_size 5 is larger than the images (4×6)");
   std::vector<float> out(100);
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   EXPECT_NE(ErrorOf([&] { t.Transform(d, out.data(), rng); }), "");
 }
 
@@ -201,7 +201,7 @@ TEST(Transformer, EncodedDatumsNeedOpenCV) {
   Datum d = Ramp(1, 1, 2);
   d.set_encoded(true);
   float out[2];
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   EXPECT_TRUE(Contains(ErrorOf([&] { t.Transform(d, out, rng); }), "encoded images need OpenCV"));
 }
 
@@ -209,7 +209,7 @@ TEST(Transformer, PayloadOfTheWrongSize) {
   DataTransformer t(Param(""), TRAIN, "t");
   Datum d = MakeDatum(1, 2, 2, {1, 2, 3});
   float out[4];
-  std::mt19937 rng(1);
+  RecordRng rng(1);
   EXPECT_TRUE(Contains(ErrorOf([&] { t.Transform(d, out, rng); }), "holds 3 values instead of 4"));
 }
 

@@ -23,7 +23,8 @@ int ImreadFlag(ColorMode mode) {
   return cv::IMREAD_ANYCOLOR;  // 1 or 3 channels as stored (an alpha channel is dropped)
 }
 
-// Interleaved H×W×C uint8 (OpenCV's layout) → Datum's planar C×H×W bytes.
+// Interleaved H×W×C uint8 (OpenCV's layout) → Datum's planar C×H×W bytes, one plane per channel
+// through cv::split (vectorised), straight into the Datum's storage.
 void StorePixels(const cv::Mat& image, Datum* datum) {
   const int channels = image.channels(), height = image.rows, width = image.cols;
   datum->set_channels(channels);
@@ -33,12 +34,14 @@ void StorePixels(const cv::Mat& image, Datum* datum) {
   datum->clear_float_data();
   std::string* data = datum->mutable_data();
   data->resize(static_cast<size_t>(channels) * height * width);
-  char* out = data->data();
-  for (int h = 0; h < height; ++h) {
-    const uint8_t* row = image.ptr<uint8_t>(h);
-    for (int w = 0; w < width; ++w)
-      for (int c = 0; c < channels; ++c)
-        out[(static_cast<size_t>(c) * height + h) * width + w] = static_cast<char>(row[w * channels + c]);
+  std::vector<cv::Mat> planes;
+  planes.reserve(channels);
+  for (int c = 0; c < channels; ++c)
+    planes.emplace_back(height, width, CV_8UC1, data->data() + static_cast<size_t>(c) * height * width);
+  if (channels == 1) {
+    image.copyTo(planes[0]);
+  } else {
+    cv::split(image, planes);
   }
 }
 
