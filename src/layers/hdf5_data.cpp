@@ -48,6 +48,13 @@ class HDF5DataLayer : public Layer {
     for (size_t i = 0; i < top.size(); ++i) top[i]->Reshape(top_shapes_[i]);
   }
 
+  // Exact resume: the rows handed out since setup and the shuffle seed. Restoring replays the file
+  // and row orders from the seed and skips that many rows, reading only the file it ends in (the
+  // row counts of the files it skips are known from this run or read again once).
+  bool HasReader() const override { return true; }
+  ReaderState reader_state() const override { return {position_, seed_}; }
+  void RestoreReaderState(const ReaderState& state) override;
+
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
@@ -55,7 +62,12 @@ class HDF5DataLayer : public Layer {
  private:
   void ReadList(const std::string& path);
   // Reads files_[file_order_[position]] whole, checks it against the first file, and orders its rows.
+  // While skip_reading_ is set, a file whose row count is known is only ordered, not read.
   void Load(size_t position);
+  void Read(size_t file_index);
+  void OrderRows(int64_t rows);
+  // The first pass's file order, from the seed (setup and restore).
+  void Start();
   // Steps to the next row: at the end of a file, to the next file; after the last, back to the first.
   void Advance();
 
@@ -71,6 +83,12 @@ class HDF5DataLayer : public Layer {
   std::string first_path_;
   std::vector<std::vector<int>> top_shapes_;
   std::vector<int64_t> row_size_;  // values per row, per top
+
+  uint64_t seed_ = 0;          // of rng_ (shuffle only)
+  uint64_t position_ = 0;      // rows handed out since setup
+  std::vector<int64_t> file_rows_;  // rows of each listed file; -1 until read
+  bool skip_reading_ = false;  // restoring: order the rows of files passed over without reading them
+  size_t read_file_ = SIZE_MAX;  // index in files_ of the file in datasets_
 
   std::vector<Hdf5Dataset> datasets_;  // the file in memory, one per top
   std::vector<int64_t> row_order_;     // its rows in the order Forward hands them out
@@ -93,7 +111,13 @@ void HDF5DataLayer::LayerSetUp(const BlobVec&, const BlobVec& top) {
   top_shapes_.clear();
   row_size_.clear();
   ReadList(p.source());
-  if (shuffle_) rng_.seed(ctx_.rng()());
+  seed_ = shuffle_ ? ctx_.rng()() : 0;
+  position_ = 0;
+  Start();
+}
+
+void HDF5DataLayer::Start() {
+  rng_.seed(static_cast<std::mt19937::result_type>(seed_));
   file_order_.resize(files_.size());
   std::iota(file_order_.begin(), file_order_.end(), 0);
   if (shuffle_) std::shuffle(file_order_.begin(), file_order_.end(), rng_);
@@ -101,11 +125,23 @@ void HDF5DataLayer::LayerSetUp(const BlobVec&, const BlobVec& top) {
   Load(0);
 }
 
+void HDF5DataLayer::RestoreReaderState(const ReaderState& state) {
+  seed_ = state.seed;
+  skip_reading_ = true;
+  Start();
+  for (uint64_t row = 0; row < state.position; ++row) Advance();
+  skip_reading_ = false;
+  if (read_file_ != file_order_[file_]) Read(file_order_[file_]);  // keeps the replayed row order
+  position_ = state.position;
+}
+
 void HDF5DataLayer::ReadList(const std::string& path) {
   std::ifstream in(path);
   CORTADO_REQUIRE(in.good(), Describe(), ": cannot read the list of HDF5 files '", path, "'");
   LOG(INFO) << "Loading list of HDF5 filenames from: " << path;
   files_.clear();
+  file_rows_.clear();
+  read_file_ = SIZE_MAX;
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     const size_t begin = line.find_first_not_of(" \t\r");
@@ -113,13 +149,27 @@ void HDF5DataLayer::ReadList(const std::string& path) {
     const std::string file = line.substr(begin, line.find_last_not_of(" \t\r") + 1 - begin);
     CORTADO_REQUIRE(FileExists(file), Describe(), ": ", path, ":", number, ": no such file '", file, "'");
     files_.push_back(file);
+    file_rows_.push_back(-1);
   }
   CORTADO_REQUIRE(!files_.empty(), Describe(), ": the list '", path, "' names no HDF5 files");
   LOG(INFO) << "Number of HDF5 files: " << files_.size();
 }
 
 void HDF5DataLayer::Load(size_t position) {
-  const std::string& path = files_[file_order_[position]];
+  const size_t index = file_order_[position];
+  if (!(skip_reading_ && file_rows_[index] >= 0)) Read(index);
+  OrderRows(file_rows_[index]);
+}
+
+void HDF5DataLayer::OrderRows(int64_t rows) {
+  row_order_.resize(static_cast<size_t>(rows));
+  std::iota(row_order_.begin(), row_order_.end(), 0);
+  if (shuffle_) std::shuffle(row_order_.begin(), row_order_.end(), rng_);
+  row_ = 0;
+}
+
+void HDF5DataLayer::Read(size_t file_index) {
+  const std::string& path = files_[file_index];
   DLOG(INFO) << "Loading HDF5 file: " << path;
   std::vector<Hdf5Dataset> datasets;
   try {
@@ -157,11 +207,9 @@ void HDF5DataLayer::Load(size_t position) {
     }
   }
   datasets_ = std::move(datasets);
-  row_order_.resize(static_cast<size_t>(datasets_[0].dims[0]));
-  std::iota(row_order_.begin(), row_order_.end(), 0);
-  if (shuffle_) std::shuffle(row_order_.begin(), row_order_.end(), rng_);
-  row_ = 0;
-  DLOG(INFO) << "Successfully loaded " << row_order_.size() << " rows";
+  file_rows_[file_index] = datasets_[0].dims[0];
+  read_file_ = file_index;
+  DLOG(INFO) << "Successfully loaded " << file_rows_[file_index] << " rows";
 }
 
 void HDF5DataLayer::Advance() {
@@ -180,6 +228,7 @@ void HDF5DataLayer::Advance() {
 }
 
 void HDF5DataLayer::Forward_cpu(const BlobVec&, const BlobVec& top) {
+  position_ += static_cast<uint64_t>(batch_size_);
   for (int n = 0; n < batch_size_; ++n) {
     const int64_t row = row_order_[row_];
     for (size_t i = 0; i < top.size(); ++i) {

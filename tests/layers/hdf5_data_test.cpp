@@ -236,3 +236,34 @@ TEST(HDF5Data, WithoutHdf5SetupIsAnError) {
 }
 
 }  // namespace cortado::test
+
+namespace cortado::test {
+
+// A layer restored to another's reader state hands out the same batches from there on: shuffled,
+// across both files and several passes (batch 3 over 5 rows, so batches straddle files and passes),
+// even when its own context drew another seed.
+TEST(HDF5Data, RestoredReaderStateContinuesExactly) {
+  SKIP_WITHOUT_HDF5_OR_H5PY();
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteTwoFiles(dir));
+  const std::string text = LayerText(WriteList(dir, {dir + "/a.h5", dir + "/b.h5"}), 3, true);
+  for (int done : {0, 1, 4, 7}) {
+    SCOPED_TRACE("resumed after " + std::to_string(done) + " batches");
+    LayerFixture straight(text, {}, 2, 21);
+    for (int b = 0; b < done; ++b) straight.Forward();
+    const Layer::ReaderState state = straight.layer().reader_state();
+    EXPECT_EQ(state.position, 3u * done);
+    LayerFixture resumed(text, {}, 2, 99);
+    resumed.layer().RestoreReaderState(state);
+    for (int b = 0; b < 6; ++b) {
+      straight.Forward();
+      resumed.Forward();
+      ASSERT_EQ(std::vector<float>(resumed.top(1).data(), resumed.top(1).data() + 3),
+                std::vector<float>(straight.top(1).data(), straight.top(1).data() + 3)) << "batch " << b;
+      ASSERT_EQ(std::vector<float>(resumed.top(0).data(), resumed.top(0).data() + 6),
+                std::vector<float>(straight.top(0).data(), straight.top(0).data() + 6)) << "batch " << b;
+    }
+  }
+}
+
+}  // namespace cortado::test
