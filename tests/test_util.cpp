@@ -134,8 +134,8 @@ void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi) {
 
 LayerFixture::LayerFixture(const std::string& layer_text,
                            const std::vector<std::vector<int>>& bottom_shapes, int num_tops,
-                           uint32_t seed)
-    : ctx_(Device::kCPU, seed) {
+                           uint32_t seed, Device device)
+    : ctx_(device, seed) {
   LayerParameter param = ParseLayer(layer_text);
   if (!param.has_name()) param.set_name("under_test");
   for (const auto& shape : bottom_shapes) {
@@ -148,7 +148,7 @@ LayerFixture::LayerFixture(const std::string& layer_text,
   }
   layer_ = LayerRegistry::Create(param, ctx_);
   layer_->SetUp(bottom_, top_);
-  MemoryPlan plan;
+  MemoryPlan plan(device);
   for (Blob* b : bottom_) plan.RequestBlob(b, true);
   for (int i = 0; i < num_tops; ++i) {
     const int alias = layer_->TopAliasesBottom(i);
@@ -165,7 +165,8 @@ LayerFixture::LayerFixture(const std::string& layer_text,
     }
   }
   for (int i = 0; i < num_tops; ++i)
-    if (layer_->loss(i) != 0) cpu_set(top_[i]->count(), layer_->loss(i), top_[i]->diff());
+    if (layer_->loss(i) != 0)
+      top_[i]->WriteDiff(std::vector<float>(static_cast<size_t>(top_[i]->count()), layer_->loss(i)));
   layer_->InitParams();
 }
 
@@ -174,7 +175,7 @@ void LayerFixture::FillBottoms(float std) {
 }
 
 void LayerFixture::Backward() {
-  for (auto& p : layer_->blobs()) cpu_set(p->count(), 0.0f, p->diff());
+  for (auto& p : layer_->blobs()) p->WriteDiff(std::vector<float>(static_cast<size_t>(p->count()), 0.0f));
   layer_->Backward(top_, std::vector<bool>(bottom_.size(), true), bottom_);
 }
 

@@ -53,8 +53,10 @@ void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
 // blobs are filled by InitParams().
 class LayerFixture {
  public:
+  // device kGPU builds the layer on GPU 0 (its blobs in a GPU arena); bottoms are then filled and read
+  // through Blob::WriteData / ReadData.
   LayerFixture(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
-               int num_tops = 1, uint32_t seed = 1701);
+               int num_tops = 1, uint32_t seed = 1701, Device device = Device::kCPU);
 
   Layer& layer() { return *layer_; }
   Context& ctx() { return ctx_; }
@@ -65,7 +67,7 @@ class LayerFixture {
   Blob& top(int i) { return *top_[i]; }
 
   // Gaussian bottoms (every bottom, or one).
-  void FillBottoms(float std = 1.0f);
+  void FillBottoms(float std = 1.0f);  // CPU fixtures
   float Forward() { return layer_->Forward(bottom_, top_); }
   void Backward();  // every bottom propagates down; param diffs zeroed first
 

@@ -63,12 +63,20 @@ class Blob {
   float data_at(int n, int c = 0, int h = 0, int w = 0) const { return data_[offset(n, c, h, w)]; }
   float diff_at(int n, int c = 0, int h = 0, int w = 0) const { return diff_[offset(n, c, h, w)]; }
 
-  // ---- serialisation (host blobs) ----------------------------------------------------------------
+  // ---- explicit copies and serialisation ---------------------------------------------------------
+  // Whole-blob copies to and from the host, for any device (a GPU blob waits for the copy). For
+  // set-up, snapshots, tests and the numbers a person reads; never inside a step's hot path.
+  std::vector<float> ReadData() const;
+  std::vector<float> ReadDiff() const;
+  void WriteData(const std::vector<float>& values);
+  void WriteDiff(const std::vector<float>& values);
   // Copies values from a proto; the shape must match unless reshape is true (before binding).
   void FromProto(const BlobProto& proto, bool reshape = false);
   void ToProto(BlobProto* proto, bool write_diff = false) const;
 
  private:
+  std::vector<float> ReadValues(const float* values) const;
+
   std::vector<int> shape_;
   int64_t count_ = 0;
   int64_t capacity_ = 0;

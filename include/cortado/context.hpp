@@ -1,9 +1,10 @@
 // context.hpp — what a layer needs from its surroundings, passed explicitly: the device it runs on
-// and the random-number generator seeded from the solver's random_seed. No global singleton: two nets
-// may run side by side with two contexts.
+// (and, on a GPU, its streams and library handles) and the random-number generator seeded from the
+// solver's random_seed. No global singleton: two nets may run side by side with two contexts.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <random>
 #include <string>
 
@@ -11,16 +12,24 @@ namespace cortado {
 
 enum class Device { kCPU, kGPU };
 
+struct GpuResources;  // streams and cuBLAS/cuDNN handles (cortado/cuda/resources.hpp)
+
 const char* DeviceName(Device device);
 
 class Context {
  public:
-  // seed < 0 draws a seed from the clock, as Caffe does for random_seed: -1.
-  explicit Context(Device device = Device::kCPU, int64_t seed = -1);
+  // seed < 0 draws a seed from the clock, as Caffe does for random_seed: -1. A GPU context selects
+  // GPU `gpu_id` and creates its streams and handles; it throws Error when there is no such GPU (or
+  // no CUDA in this build).
+  explicit Context(Device device = Device::kCPU, int64_t seed = -1, int gpu_id = 0);
+  ~Context();
 
   Device device() const { return device_; }
   int gpu_id() const { return gpu_id_; }
-  void set_gpu_id(int id) { gpu_id_ = id; }
+  // The GPU's streams and handles; null on a CPU context.
+  GpuResources* gpu() const { return gpu_.get(); }
+  // Waits for the GPU's queued work (nothing on the CPU).
+  void Synchronize();
 
   std::mt19937& rng() { return rng_; }
   void Reseed(int64_t seed);
@@ -35,6 +44,7 @@ class Context {
  private:
   Device device_;
   int gpu_id_ = 0;
+  std::shared_ptr<GpuResources> gpu_;
   std::mt19937 rng_;
 };
 

@@ -1,15 +1,39 @@
-// gpu.hpp — the few device services the core needs. A CUDA build implements them in src/core/cuda/;
-// a CPU-only build links src/core/no_gpu/, whose versions say clearly that the GPU path is missing.
+// gpu.hpp — the device services the core needs, without CUDA types. A CUDA build implements them in
+// src/core/cuda/; a CPU-only build links src/core/no_gpu/, whose versions say clearly that the GPU
+// path is missing. CUDA sources use the fuller API of cortado/cuda/ (streams, handles, kernels).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
 
 namespace cortado {
 
 int GpuCount();                      // 0 in a CPU-only build or on a machine without a GPU
-void* GpuAllocate(size_t bytes);     // throws Error when impossible
-void GpuFree(void* pointer);
 bool BuiltWithCuda();
+
+// The arena's device memory: one cudaMalloc, zeroed. Throws Error (out of GPU memory) when impossible.
+void* GpuAllocate(size_t bytes);
+void GpuFree(void* pointer);
+// Device allocations made so far by this process (every one goes through GpuAllocate, and cuDNN and
+// cuBLAS get their workspaces from the arena): a test checks that training steps add none.
+int64_t GpuAllocationCount();
+
+// Copies `bytes` between any two of host and device memory and waits for the copy (unified
+// addressing tells the direction). For set-up, snapshots and the numbers a person reads — never
+// inside a step's hot path.
+void GpuCopy(void* destination, const void* source, size_t bytes);
+
+// device_query: a few lines describing GPU `id` (name, compute capability, memory, SMs, clocks).
+std::string GpuProperties(int id);
+
+// Streams and library handles of one device, owned by a Context (cortado/cuda/resources.hpp has the
+// definition). Creating them selects the device; throws Error without CUDA or without that GPU.
+struct GpuResources;
+std::shared_ptr<GpuResources> CreateGpuResources(int device_id);
+// Waits until everything queued on the resources' streams has finished; reports a failed kernel.
+void GpuSynchronize(GpuResources& resources);
 
 // Host memory for buffers the GPU copies from (data batches): page-locked when a GPU is present, so
 // copies run asynchronously at full speed; ordinary memory otherwise. Free it with HostFree and the

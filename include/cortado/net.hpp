@@ -95,6 +95,7 @@ class Net {
   void AppendBottom(const LayerParameter& lp, int layer_id, int bottom_id, std::map<std::string, int>* available);
   void AppendParams(const LayerParameter& lp, int layer_id);
   void DecideBackward(const NetParameter& param);
+  void SetValues(int64_t n, float value, float* values);  // on the net's device
 
   std::string name_;
   std::string source_;

@@ -3,10 +3,12 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <sstream>
 
 #include "cortado/cortado.pb.h"
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 
 namespace cortado {
 
@@ -113,25 +115,78 @@ void Blob::FromProto(const BlobProto& proto, bool reshape) {
   } else {
     CORTADO_REQUIRE(ShapeEquals(proto), "blob shape mismatch: expected ", shape_string());
   }
-  CHECK(device_ == Device::kCPU) << "FromProto on a GPU blob; copy through a host blob";
   const bool is_double = proto.double_data_size() > 0;
   const int64_t n = is_double ? proto.double_data_size() : proto.data_size();
   CORTADO_REQUIRE(n == count_, "blob holds ", n, " values but its shape ", shape_string(),
                   " needs ", count_);
+  // A GPU blob's values go through a host copy (set-up and restore only, never in a step).
+  std::vector<float> staging;
+  auto host = [&](float* target) {
+    if (device_ == Device::kCPU) return target;
+    staging.assign(static_cast<size_t>(count_), 0.0f);
+    return staging.data();
+  };
+  auto upload = [&](float* target, const float* values) {
+    if (device_ == Device::kGPU) GpuCopy(target, values, static_cast<size_t>(count_) * sizeof(float));
+  };
   if (data_ != nullptr) {
-    for (int64_t i = 0; i < n; ++i)
-      data_[i] = is_double ? static_cast<float>(proto.double_data(i)) : proto.data(i);
+    float* out = host(data_);
+    for (int64_t i = 0; i < n; ++i) out[i] = is_double ? static_cast<float>(proto.double_data(i)) : proto.data(i);
+    upload(data_, out);
   }
   const bool diff_double = proto.double_diff_size() > 0;
   const int64_t nd = diff_double ? proto.double_diff_size() : proto.diff_size();
   if (nd == count_ && diff_ != nullptr) {
-    for (int64_t i = 0; i < nd; ++i)
-      diff_[i] = diff_double ? static_cast<float>(proto.double_diff(i)) : proto.diff(i);
+    float* out = host(diff_);
+    for (int64_t i = 0; i < nd; ++i) out[i] = diff_double ? static_cast<float>(proto.double_diff(i)) : proto.diff(i);
+    upload(diff_, out);
+  }
+}
+
+std::vector<float> Blob::ReadData() const { return ReadValues(data_); }
+std::vector<float> Blob::ReadDiff() const { return ReadValues(diff_); }
+
+std::vector<float> Blob::ReadValues(const float* values) const {
+  std::vector<float> out(static_cast<size_t>(count_));
+  if (values == nullptr || count_ == 0) return out;
+  if (device_ == Device::kGPU) {
+    GpuCopy(out.data(), values, out.size() * sizeof(float));
+  } else {
+    std::copy(values, values + count_, out.begin());
+  }
+  return out;
+}
+
+void Blob::WriteData(const std::vector<float>& values) {
+  CHECK_EQ(static_cast<int64_t>(values.size()), count_) << "WriteData of another size";
+  if (device_ == Device::kGPU) {
+    GpuCopy(data_, values.data(), values.size() * sizeof(float));
+  } else {
+    std::copy(values.begin(), values.end(), data_);
+  }
+}
+
+void Blob::WriteDiff(const std::vector<float>& values) {
+  CHECK_EQ(static_cast<int64_t>(values.size()), count_) << "WriteDiff of another size";
+  if (device_ == Device::kGPU) {
+    GpuCopy(diff_, values.data(), values.size() * sizeof(float));
+  } else {
+    std::copy(values.begin(), values.end(), diff_);
   }
 }
 
 void Blob::ToProto(BlobProto* proto, bool write_diff) const {
-  CHECK(device_ == Device::kCPU) << "ToProto on a GPU blob; copy through a host blob";
+  if (device_ == Device::kGPU) {  // through host copies (snapshots only)
+    proto->Clear();
+    for (int dim : shape_) proto->mutable_shape()->add_dim(dim);
+    const std::vector<float> data = ReadData();
+    proto->mutable_data()->Add(data.begin(), data.end());
+    if (write_diff && diff_ != nullptr) {
+      const std::vector<float> diff = ReadDiff();
+      proto->mutable_diff()->Add(diff.begin(), diff.end());
+    }
+    return;
+  }
   proto->Clear();
   for (int dim : shape_) proto->mutable_shape()->add_dim(dim);
   proto->mutable_data()->Reserve(static_cast<int>(count_));

@@ -1,4 +1,4 @@
-// context.cpp — device choice, the seeded RNG and its saved state.
+// context.cpp — device choice (and a GPU's resources), the seeded RNG and its saved state.
 #include "cortado/context.hpp"
 
 #include <omp.h>
@@ -7,12 +7,22 @@
 #include <sstream>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 
 namespace cortado {
 
 const char* DeviceName(Device device) { return device == Device::kGPU ? "GPU" : "CPU"; }
 
-Context::Context(Device device, int64_t seed) : device_(device) { Reseed(seed); }
+Context::Context(Device device, int64_t seed, int gpu_id) : device_(device), gpu_id_(gpu_id) {
+  if (device_ == Device::kGPU) gpu_ = CreateGpuResources(gpu_id);
+  Reseed(seed);
+}
+
+Context::~Context() = default;
+
+void Context::Synchronize() {
+  if (gpu_) GpuSynchronize(*gpu_);
+}
 
 void Context::Reseed(int64_t seed) {
   if (seed < 0) seed = std::chrono::steady_clock::now().time_since_epoch().count();

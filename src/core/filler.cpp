@@ -2,6 +2,7 @@
 #include "cortado/filler.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "cortado/error.hpp"
 
@@ -32,6 +33,14 @@ void FillGaussian(float* data, int64_t n, float mean, float std, std::mt19937& r
 }  // namespace
 
 void FillBlob(const FillerParameter& filler, Blob* blob, std::mt19937& rng) {
+  if (blob->device() == Device::kGPU) {  // filled on the host, then copied (set-up only)
+    std::vector<float> values(static_cast<size_t>(blob->count()));
+    Blob staging(blob->shape());
+    staging.Bind(Device::kCPU, values.data(), nullptr, blob->count());
+    FillBlob(filler, &staging, rng);
+    blob->WriteData(values);
+    return;
+  }
   float* data = blob->data();
   const int64_t n = blob->count();
   const std::string& type = filler.type();

@@ -6,6 +6,7 @@
 
 #include "cortado/error.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -78,6 +79,8 @@ float Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
     if (loss(static_cast<int>(i)) == 0.0f) continue;
     if (ctx_.device() == Device::kCPU) {
       total += cpu_dot(top[i]->count(), top[i]->data(), top[i]->diff());
+    } else {
+      total += gpu_dot(ctx_, top[i]->count(), top[i]->data(), top[i]->diff());  // waits for the loss
     }
   }
   return total;
@@ -93,11 +96,11 @@ void Layer::Backward(const BlobVec& top, const std::vector<bool>& propagate_down
 }
 
 void Layer::Forward_gpu(const BlobVec&, const BlobVec&) {
-  Fail(Describe(), ": has no GPU implementation; run it with solver_mode: CPU");
+  Fail(Describe(), ": has no GPU implementation yet; run the net with solver_mode: CPU");
 }
 
 void Layer::Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) {
-  Fail(Describe(), ": has no GPU implementation; run it with solver_mode: CPU");
+  Fail(Describe(), ": has no GPU implementation yet; run the net with solver_mode: CPU");
 }
 
 void LossLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {

@@ -41,6 +41,8 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
       throw Error(source_ + ": " + e.what());  // an unknown type: name the prototxt too
     }
     Layer* layer = layers_.back().get();
+    CORTADO_REQUIRE(ctx_.device() != Device::kGPU || layer->HasGpuImplementation(), source_, ": ",
+                    layer->Describe(), " has no GPU implementation yet; train this net with solver_mode: CPU");
     layer_names_.push_back(lp.name());
     layer_index_[lp.name()] = layer_id;
     LOG(INFO) << "Creating Layer " << lp.name();

@@ -8,6 +8,7 @@
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 #include "cortado/net.hpp"
 
 namespace cortado {
@@ -91,7 +92,7 @@ void Net::Initialize() {
   for (size_t i = 0; i < layers_.size(); ++i)
     for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
       const float weight = layers_[i]->loss(static_cast<int>(j));
-      if (weight != 0) cpu_set(top_vecs_[i][j]->count(), weight, top_vecs_[i][j]->diff());
+      if (weight != 0) SetValues(top_vecs_[i][j]->count(), weight, top_vecs_[i][j]->diff());
     }
   // Fillers run for layers that own their parameters: not for those reading another layer's or
   // another net's (filling them would overwrite the owner's values).
@@ -103,7 +104,7 @@ void Net::Initialize() {
     for (auto& b : layer->blobs()) owns_all = owns_all && !borrowed.count(b.get());
     if (owns_all) layer->InitParams();
   }
-  if (param_count_ > 0) cpu_set(param_count_, 0.0f, param_diff_);
+  if (param_count_ > 0) SetValues(param_count_, 0.0f, param_diff_);
   initialized_ = true;
 }
 
@@ -135,7 +136,15 @@ void Net::Backward() {
 }
 
 void Net::ClearParamDiffs() {
-  if (param_count_ > 0) cpu_set(param_count_, 0.0f, param_diff_);
+  if (param_count_ > 0) SetValues(param_count_, 0.0f, param_diff_);
+}
+
+void Net::SetValues(int64_t n, float value, float* values) {
+  if (ctx_.device() == Device::kGPU) {
+    gpu_set(ctx_, n, value, values);
+  } else {
+    cpu_set(n, value, values);
+  }
 }
 
 void Net::CopyTrainedLayersFrom(const NetParameter& trained) {

@@ -1,13 +1,53 @@
-// gpu.cu — the device services of a CUDA build: device count and the arena's one allocation.
+// gpu.cu — the device services of a CUDA build: device count and properties, the arena's one
+// allocation (counted), synchronous copies, pinned host memory, and each Context's streams and
+// library handles (GpuResources).
 #include <cuda_runtime.h>
+#include <glog/logging.h>
 
+#include <atomic>
 #include <cstdlib>
+#include <sstream>
 #include <string>
 
+#include "cortado/cuda/resources.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 
 namespace cortado {
+
+namespace cuda {
+
+void FailedCall(const char* library, const char* statement, const char* reason, const char* file, int line) {
+  std::string where = file;
+  where = where.substr(where.find_last_of('/') + 1);
+  Fail("[", library, "] ", statement, " failed: ", reason, " (", where, ":", line, ")");
+}
+
+const char* CublasStatusText(cublasStatus_t status) {
+  switch (status) {
+    case CUBLAS_STATUS_SUCCESS: return "success";
+    case CUBLAS_STATUS_NOT_INITIALIZED: return "cuBLAS not initialised";
+    case CUBLAS_STATUS_ALLOC_FAILED: return "cuBLAS could not allocate memory";
+    case CUBLAS_STATUS_INVALID_VALUE: return "invalid value";
+    case CUBLAS_STATUS_ARCH_MISMATCH: return "not supported by this GPU";
+    case CUBLAS_STATUS_MAPPING_ERROR: return "memory mapping error";
+    case CUBLAS_STATUS_EXECUTION_FAILED: return "execution failed";
+    case CUBLAS_STATUS_INTERNAL_ERROR: return "internal error";
+    case CUBLAS_STATUS_NOT_SUPPORTED: return "not supported";
+    default: return "unknown cuBLAS status";
+  }
+}
+
+GpuResources& Resources(Context& ctx) {
+  CHECK(ctx.device() == Device::kGPU && ctx.gpu() != nullptr) << "GPU code run with a CPU context";
+  return *ctx.gpu();
+}
+
+}  // namespace cuda
+
+namespace {
+std::atomic<int64_t> allocations{0};
+}  // namespace
 
 int GpuCount() {
   int count = 0;
@@ -27,11 +67,81 @@ void* GpuAllocate(size_t bytes) {
     cudaGetLastError();
     Fail("out of GPU memory: cudaMalloc(", bytes, " bytes) failed: ", cudaGetErrorString(status));
   }
-  cudaMemset(pointer, 0, bytes);  // the arena starts zeroed, as on the host
+  ++allocations;
+  CORTADO_CUDA_CHECK(cudaMemset(pointer, 0, bytes));  // the arena starts zeroed, as on the host
   return pointer;
 }
 
 void GpuFree(void* pointer) { cudaFree(pointer); }
+
+int64_t GpuAllocationCount() { return allocations.load(); }
+
+void GpuCopy(void* destination, const void* source, size_t bytes) {
+  if (bytes == 0) return;
+  CORTADO_CUDA_CHECK(cudaMemcpy(destination, source, bytes, cudaMemcpyDefault));
+}
+
+std::string GpuProperties(int id) {
+  cudaDeviceProp p{};
+  CORTADO_CUDA_CHECK(cudaGetDeviceProperties(&p, id));
+  int clock_khz = 0, memory_clock_khz = 0;
+  cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, id);
+  cudaDeviceGetAttribute(&memory_clock_khz, cudaDevAttrMemoryClockRate, id);
+  cudaGetLastError();
+  std::ostringstream out;
+  out << "Device id:                     " << id << "\n"
+      << "Name:                          " << p.name << "\n"
+      << "Compute capability:            " << p.major << "." << p.minor << "\n"
+      << "Total global memory:           " << p.totalGlobalMem << " bytes ("
+      << p.totalGlobalMem / (1024 * 1024) << " MiB)\n"
+      << "Multiprocessors:               " << p.multiProcessorCount << "\n"
+      << "Shared memory per block:       " << p.sharedMemPerBlock << "\n"
+      << "Registers per block:           " << p.regsPerBlock << "\n"
+      << "Warp size:                     " << p.warpSize << "\n"
+      << "Maximum threads per block:     " << p.maxThreadsPerBlock << "\n"
+      << "Clock rate:                    " << clock_khz << " kHz\n"
+      << "Memory clock rate:             " << memory_clock_khz << " kHz\n"
+      << "Memory bus width:              " << p.memoryBusWidth << " bits\n"
+      << "L2 cache:                      " << p.l2CacheSize << " bytes";
+  return out.str();
+}
+
+GpuResources::GpuResources(int device_id) : device(device_id) {
+  const int count = GpuCount();
+  CORTADO_REQUIRE(count > 0, "no GPU found (cudaGetDeviceCount reports none); train with solver_mode: CPU");
+  CORTADO_REQUIRE(device_id >= 0 && device_id < count, "GPU ", device_id, " does not exist (this machine has ",
+                  count, " GPU", count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
+  CORTADO_CUDA_CHECK(cudaSetDevice(device_id));
+  CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+  CORTADO_CUBLAS_CHECK(cublasCreate(&cublas));
+  CORTADO_CUBLAS_CHECK(cublasSetStream(cublas, compute));
+  // Results of reductions (dot, asum, nrm2) come back to the host: the Blob-level API waits for them.
+  CORTADO_CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
+#ifdef CORTADO_WITH_CUDNN
+  CORTADO_CUDNN_CHECK(cudnnCreate(&cudnn));
+  CORTADO_CUDNN_CHECK(cudnnSetStream(cudnn, compute));
+#endif
+}
+
+// Destruction ignores errors: it may run while an earlier CUDA error unwinds.
+GpuResources::~GpuResources() {
+#ifdef CORTADO_WITH_CUDNN
+  if (cudnn != nullptr) cudnnDestroy(cudnn);
+#endif
+  if (cublas != nullptr) cublasDestroy(cublas);
+  if (copy != nullptr) cudaStreamDestroy(copy);
+  if (compute != nullptr) cudaStreamDestroy(compute);
+}
+
+std::shared_ptr<GpuResources> CreateGpuResources(int device_id) {
+  return std::make_shared<GpuResources>(device_id);
+}
+
+void GpuSynchronize(GpuResources& resources) {
+  CORTADO_CUDA_CHECK(cudaStreamSynchronize(resources.copy));
+  CORTADO_CUDA_CHECK(cudaStreamSynchronize(resources.compute));
+}
 
 void* HostAllocate(size_t bytes, bool* pinned) {
   void* pointer = nullptr;

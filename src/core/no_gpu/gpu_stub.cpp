@@ -7,10 +7,19 @@
 
 namespace cortado {
 
+namespace {
+[[noreturn]] void NoCuda() { Fail("this build of Cortado has no GPU support (rebuild with the CUDA toolkit)"); }
+}  // namespace
+
 int GpuCount() { return 0; }
 bool BuiltWithCuda() { return false; }
-void* GpuAllocate(size_t) { Fail("this build of Cortado has no GPU support (rebuild with CUDA)"); }
+void* GpuAllocate(size_t) { NoCuda(); }
 void GpuFree(void*) {}
+int64_t GpuAllocationCount() { return 0; }
+void GpuCopy(void*, const void*, size_t) { NoCuda(); }
+std::string GpuProperties(int) { NoCuda(); }
+std::shared_ptr<GpuResources> CreateGpuResources(int) { NoCuda(); }
+void GpuSynchronize(GpuResources&) { NoCuda(); }
 
 void* HostAllocate(size_t bytes, bool* pinned) {
   *pinned = false;

@@ -1,0 +1,95 @@
+// check.hpp — checked CUDA, cuBLAS and cuDNN calls, and RAII owners of streams and events.
+// CUDA sources only.
+//
+// CORTADO_CUDA_CHECK(statement) and its cuBLAS/cuDNN siblings turn a failed status into a
+// cortado::Error whose message holds the statement's text and the library's reason:
+//   "[cuda] cudaMemcpyAsync(...) failed: an illegal memory access was encountered (layer.cu:42)".
+// Out-of-memory and a missing device are a user's problem, reported as one line by the tools; any
+// other failure is a bug, but an Error still carries the statement to the log without a stack trace.
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include <string>
+
+#include "cortado/error.hpp"
+
+#ifdef CORTADO_WITH_CUDNN
+#include <cudnn.h>
+#endif
+
+namespace cortado::cuda {
+
+const char* CublasStatusText(cublasStatus_t status);
+
+[[noreturn]] void FailedCall(const char* library, const char* statement, const char* reason, const char* file,
+                             int line);
+
+}  // namespace cortado::cuda
+
+#define CORTADO_CUDA_CHECK(statement)                                                                  \
+  do {                                                                                                 \
+    const cudaError_t cortado_status_ = (statement);                                                   \
+    if (cortado_status_ != cudaSuccess) {                                                              \
+      cudaGetLastError();                                                                              \
+      ::cortado::cuda::FailedCall("cuda", #statement, cudaGetErrorString(cortado_status_), __FILE__, __LINE__); \
+    }                                                                                                  \
+  } while (0)
+
+#define CORTADO_CUBLAS_CHECK(statement)                                                                \
+  do {                                                                                                 \
+    const cublasStatus_t cortado_status_ = (statement);                                                \
+    if (cortado_status_ != CUBLAS_STATUS_SUCCESS)                                                      \
+      ::cortado::cuda::FailedCall("cublas", #statement, ::cortado::cuda::CublasStatusText(cortado_status_), \
+                                  __FILE__, __LINE__);                                                 \
+  } while (0)
+
+#ifdef CORTADO_WITH_CUDNN
+#define CORTADO_CUDNN_CHECK(statement)                                                                 \
+  do {                                                                                                 \
+    const cudnnStatus_t cortado_status_ = (statement);                                                 \
+    if (cortado_status_ != CUDNN_STATUS_SUCCESS)                                                       \
+      ::cortado::cuda::FailedCall("cudnn", #statement, cudnnGetErrorString(cortado_status_), __FILE__, \
+                                  __LINE__);                                                           \
+  } while (0)
+#endif
+
+// A kernel launch: checks the launch itself (configuration errors) without waiting for the kernel.
+#define CORTADO_CUDA_LAUNCH_CHECK() CORTADO_CUDA_CHECK(cudaGetLastError())
+
+namespace cortado::cuda {
+
+// One CUDA event, destroyed with its owner (errors on destruction are ignored: it may run while an
+// earlier CUDA error unwinds).
+class Event {
+ public:
+  Event() { CORTADO_CUDA_CHECK(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
+  explicit Event(bool timing) {
+    CORTADO_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+  }
+  ~Event() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// Threads per block of the element-wise kernels, and the grid that covers n elements (grid-stride
+// loops cover the rest when n is huge).
+constexpr int kThreads = 256;
+inline int BlocksFor(int64_t n) {
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
+}
+
+}  // namespace cortado::cuda
+
+// for (i = index; i < n; i += stride) over a 1-D grid: a kernel's element loop.
+#define CORTADO_KERNEL_LOOP(i, n)                                                    \
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)

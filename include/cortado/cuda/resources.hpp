@@ -1,0 +1,38 @@
+// resources.hpp — what a GPU Context holds: the device, its compute stream (every layer's kernels and
+// library calls), a copy stream (data batches host → device, ordered against compute by events), and
+// the cuBLAS and cuDNN handles bound to the compute stream. CUDA sources only; reach it through
+// Context::gpu().
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+
+#include "cortado/context.hpp"
+#include "cortado/cuda/check.hpp"
+
+namespace cortado {
+
+struct GpuResources {
+  explicit GpuResources(int device_id);
+  ~GpuResources();
+  GpuResources(const GpuResources&) = delete;
+  GpuResources& operator=(const GpuResources&) = delete;
+
+  int device = 0;
+  cudaStream_t compute = nullptr;
+  cudaStream_t copy = nullptr;
+  cublasHandle_t cublas = nullptr;
+#ifdef CORTADO_WITH_CUDNN
+  cudnnHandle_t cudnn = nullptr;
+#endif
+};
+
+namespace cuda {
+
+// The context's GPU resources; CHECKs that the context is a GPU one.
+GpuResources& Resources(Context& ctx);
+inline cudaStream_t Stream(Context& ctx) { return Resources(ctx).compute; }
+
+}  // namespace cuda
+
+}  // namespace cortado

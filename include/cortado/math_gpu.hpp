@@ -1,0 +1,41 @@
+// math_gpu.hpp — the GPU twins of math.hpp: the same names with gpu_ for cpu_, the same row-major
+// conventions, on device pointers, queued on the context's compute stream (cuBLAS for BLAS, small
+// kernels for the rest). Nothing here waits for the GPU except the functions that return a number
+// to the host (gpu_dot, gpu_asum, gpu_sumsq), which wait for their own result. No CUDA types here, so
+// a layer's .cpp may call these in its Forward_gpu; a CPU-only build links stubs that throw.
+#pragma once
+
+#include <cstdint>
+
+#include "cortado/context.hpp"
+#include "cortado/math.hpp"  // Trans
+
+namespace cortado {
+
+// C = alpha · op(A) · op(B) + beta · C, with op(A) M×K, op(B) K×N, C M×N, all row-major.
+void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
+              const float* b, float beta, float* c);
+// y = alpha · op(A) · x + beta · y, A M×N row-major.
+void gpu_gemv(Context& ctx, Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
+              float* y);
+void gpu_axpy(Context& ctx, int64_t n, float alpha, const float* x, float* y);               // y += alpha·x
+void gpu_axpby(Context& ctx, int64_t n, float alpha, const float* x, float beta, float* y);  // y = alpha·x + beta·y
+void gpu_scale(Context& ctx, int64_t n, float alpha, float* x);                              // x *= alpha
+void gpu_scale(Context& ctx, int64_t n, float alpha, const float* x, float* y);              // y = alpha·x
+void gpu_copy(Context& ctx, int64_t n, const float* x, float* y);
+void gpu_set(Context& ctx, int64_t n, float value, float* y);
+float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y);  // waits for the result
+float gpu_asum(Context& ctx, int64_t n, const float* x);                 // Σ|x|, waits
+float gpu_sumsq(Context& ctx, int64_t n, const float* x);                // Σx², waits
+
+void gpu_add(Context& ctx, int64_t n, const float* a, const float* b, float* y);  // y = a + b
+void gpu_sub(Context& ctx, int64_t n, const float* a, const float* b, float* y);  // y = a − b
+void gpu_mul(Context& ctx, int64_t n, const float* a, const float* b, float* y);  // y = a · b
+void gpu_div(Context& ctx, int64_t n, const float* a, const float* b, float* y);  // y = a / b
+void gpu_add_scalar(Context& ctx, int64_t n, float alpha, float* y);              // y += alpha
+void gpu_sign(Context& ctx, int64_t n, const float* x, float* y);                 // y = sign(x) ∈ {−1, 0, 1}
+
+// Whether all n values are finite (one reduction; waits for the answer).
+bool gpu_all_finite(Context& ctx, int64_t n, const float* x);
+
+}  // namespace cortado

@@ -1,0 +1,168 @@
+// math_gpu.cu — math_gpu.hpp: cuBLAS for the BLAS calls (row-major operands passed as their
+// column-major transposes), grid-stride kernels for the element-wise rest, all on the context's
+// compute stream. The reductions that return a number wait for it.
+#include <cublas_v2.h>
+#include <glog/logging.h>
+
+#include <cmath>
+#include <limits>
+
+#include "cortado/cuda/resources.hpp"
+#include "cortado/math_gpu.hpp"
+
+namespace cortado {
+
+namespace {
+
+using cuda::BlocksFor;
+using cuda::kThreads;
+
+cublasOperation_t Op(Trans t) { return t == Trans::kYes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// cuBLAS counts in int; tensors here stay below 2^31 elements per call (a Blob's count is checked).
+int AsInt(int64_t n) {
+  CHECK_LE(n, static_cast<int64_t>(std::numeric_limits<int>::max())) << "a GPU BLAS call of " << n << " elements";
+  return static_cast<int>(n);
+}
+
+__global__ void SetKernel(int64_t n, float value, float* y) {
+  CORTADO_KERNEL_LOOP(i, n) y[i] = value;
+}
+__global__ void ScaleKernel(int64_t n, float alpha, const float* x, float* y) {
+  CORTADO_KERNEL_LOOP(i, n) y[i] = alpha * x[i];
+}
+__global__ void AxpbyKernel(int64_t n, float alpha, const float* x, float beta, float* y) {
+  CORTADO_KERNEL_LOOP(i, n) y[i] = alpha * x[i] + beta * y[i];
+}
+__global__ void AddScalarKernel(int64_t n, float alpha, float* y) {
+  CORTADO_KERNEL_LOOP(i, n) y[i] += alpha;
+}
+__global__ void SignKernel(int64_t n, const float* x, float* y) {
+  CORTADO_KERNEL_LOOP(i, n) y[i] = static_cast<float>((x[i] > 0) - (x[i] < 0));
+}
+enum class BinaryOp { kAdd, kSub, kMul, kDiv };
+template <BinaryOp op>
+__global__ void BinaryKernel(int64_t n, const float* a, const float* b, float* y) {
+  CORTADO_KERNEL_LOOP(i, n) {
+    if (op == BinaryOp::kAdd) y[i] = a[i] + b[i];
+    if (op == BinaryOp::kSub) y[i] = a[i] - b[i];
+    if (op == BinaryOp::kMul) y[i] = a[i] * b[i];
+    if (op == BinaryOp::kDiv) y[i] = a[i] / b[i];
+  }
+}
+// Counts the non-finite values into *bad (0 when all are finite).
+__global__ void CountNonFiniteKernel(int64_t n, const float* x, unsigned int* bad) {
+  unsigned int local = 0;
+  CORTADO_KERNEL_LOOP(i, n) local += !isfinite(x[i]);
+  if (local) atomicAdd(bad, local);
+}
+
+template <BinaryOp op>
+void Binary(Context& ctx, int64_t n, const float* a, const float* b, float* y) {
+  if (n == 0) return;
+  BinaryKernel<op><<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, a, b, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace
+
+void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
+              const float* b, float beta, float* c) {
+  // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: swap the operands.
+  const int lda = trans_a == Trans::kNo ? k : m;
+  const int ldb = trans_b == Trans::kNo ? n : k;
+  CORTADO_CUBLAS_CHECK(cublasSgemm(cuda::Resources(ctx).cublas, Op(trans_b), Op(trans_a), n, m, k, &alpha, b, ldb,
+                                   a, lda, &beta, c, n));
+}
+
+void gpu_gemv(Context& ctx, Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
+              float* y) {
+  // Row-major A (M×N) is column-major Aᵀ (N×M): flip the transpose.
+  const cublasOperation_t op = trans_a == Trans::kNo ? CUBLAS_OP_T : CUBLAS_OP_N;
+  CORTADO_CUBLAS_CHECK(cublasSgemv(cuda::Resources(ctx).cublas, op, n, m, &alpha, a, n, x, 1, &beta, y, 1));
+}
+
+void gpu_axpy(Context& ctx, int64_t n, float alpha, const float* x, float* y) {
+  if (n == 0) return;
+  CORTADO_CUBLAS_CHECK(cublasSaxpy(cuda::Resources(ctx).cublas, AsInt(n), &alpha, x, 1, y, 1));
+}
+
+void gpu_axpby(Context& ctx, int64_t n, float alpha, const float* x, float beta, float* y) {
+  if (n == 0) return;
+  AxpbyKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, alpha, x, beta, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void gpu_scale(Context& ctx, int64_t n, float alpha, float* x) { gpu_scale(ctx, n, alpha, x, x); }
+
+void gpu_scale(Context& ctx, int64_t n, float alpha, const float* x, float* y) {
+  if (n == 0) return;
+  ScaleKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, alpha, x, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void gpu_copy(Context& ctx, int64_t n, const float* x, float* y) {
+  if (n == 0 || x == y) return;
+  CORTADO_CUDA_CHECK(cudaMemcpyAsync(y, x, n * sizeof(float), cudaMemcpyDeviceToDevice, cuda::Stream(ctx)));
+}
+
+void gpu_set(Context& ctx, int64_t n, float value, float* y) {
+  if (n == 0) return;
+  if (value == 0.0f) {
+    CORTADO_CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof(float), cuda::Stream(ctx)));
+    return;
+  }
+  SetKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, value, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y) {
+  float result = 0;
+  if (n > 0) CORTADO_CUBLAS_CHECK(cublasSdot(cuda::Resources(ctx).cublas, AsInt(n), x, 1, y, 1, &result));
+  return result;
+}
+
+float gpu_asum(Context& ctx, int64_t n, const float* x) {
+  float result = 0;
+  if (n > 0) CORTADO_CUBLAS_CHECK(cublasSasum(cuda::Resources(ctx).cublas, AsInt(n), x, 1, &result));
+  return result;
+}
+
+float gpu_sumsq(Context& ctx, int64_t n, const float* x) {
+  float norm = 0;
+  if (n > 0) CORTADO_CUBLAS_CHECK(cublasSnrm2(cuda::Resources(ctx).cublas, AsInt(n), x, 1, &norm));
+  return norm * norm;
+}
+
+void gpu_add(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kAdd>(ctx, n, a, b, y); }
+void gpu_sub(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kSub>(ctx, n, a, b, y); }
+void gpu_mul(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kMul>(ctx, n, a, b, y); }
+void gpu_div(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kDiv>(ctx, n, a, b, y); }
+
+void gpu_add_scalar(Context& ctx, int64_t n, float alpha, float* y) {
+  if (n == 0) return;
+  AddScalarKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, alpha, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void gpu_sign(Context& ctx, int64_t n, const float* x, float* y) {
+  if (n == 0) return;
+  SignKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, x, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+bool gpu_all_finite(Context& ctx, int64_t n, const float* x) {
+  if (n == 0) return true;
+  // A counter in pinned host memory the kernel writes through (mapped), read after the stream drains.
+  static thread_local unsigned int* counter = nullptr;
+  if (counter == nullptr) CORTADO_CUDA_CHECK(cudaHostAlloc(&counter, sizeof(unsigned int), cudaHostAllocMapped));
+  *counter = 0;
+  unsigned int* device_counter = nullptr;
+  CORTADO_CUDA_CHECK(cudaHostGetDevicePointer(&device_counter, counter, 0));
+  CountNonFiniteKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, x, device_counter);
+  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_CUDA_CHECK(cudaStreamSynchronize(cuda::Stream(ctx)));
+  return *counter == 0;
+}
+
+}  // namespace cortado

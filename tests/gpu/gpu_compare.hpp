@@ -1,0 +1,43 @@
+// gpu_compare.hpp — the GPU tests' one tool: run a layer on the CPU and on the GPU with the same
+// parameters, inputs and top gradients, and compare everything it produces. Every GPU test starts
+// with SKIP_WITHOUT_GPU(), so on a machine without a GPU (CI, the build machine) the GPU suite shows
+// as skipped, by name, instead of passing silently.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cortado/gpu.hpp"
+#include "test_util.hpp"
+
+#define SKIP_WITHOUT_GPU()                                                                          \
+  if (::cortado::GpuCount() == 0)                                                                   \
+  GTEST_SKIP() << (::cortado::BuiltWithCuda() ? "no GPU on this machine: GPU tests run on the GPU machine" \
+                                              : "this build has no CUDA")
+
+namespace cortado::test {
+
+struct GpuCompareOptions {
+  float tolerance = 1e-4f;  // |gpu − cpu| ≤ tolerance · max(1, |cpu|), element by element
+  float input_std = 1.0f;   // bottoms are Gaussian with this deviation …
+  // … except these bottoms, which get integer labels in [0, classes) (classes: their value here).
+  std::vector<std::pair<int, int>> label_bottoms;
+  bool check_backward = true;
+  uint32_t seed = 1701;
+};
+
+// Sets up `layer_text` on both devices over bottoms of `bottom_shapes`, copies the CPU layer's
+// learnable blobs into the GPU layer, fills the same bottoms, runs Forward (comparing tops and the
+// returned loss) and, unless check_backward is off, Backward with the same random top diffs (loss
+// tops keep their weights), comparing bottom diffs and parameter diffs. Failures say which blob and
+// element differ.
+void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
+                         int num_tops = 1, const GpuCompareOptions& options = {});
+
+// The same comparison for two values arrays, for tests that drive something other than one layer.
+void ExpectNear(const std::vector<float>& gpu, const std::vector<float>& cpu, float tolerance,
+                const std::string& what);
+
+}  // namespace cortado::test
