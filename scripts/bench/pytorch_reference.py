@@ -1,0 +1,171 @@
+#!/usr/bin/python3
+"""pytorch_reference.py — the PyTorch half of scripts/bench/gpu.sh: Caffe's LeNet and cifar10_quick
+trained in PyTorch on the GPU with the recipes of models/mnist/lenet_solver.prototxt and
+models/cifar10/cifar10_quick_solver.prototxt, the data already on the GPU.
+
+  --net lenet           MNIST training images from the IDX files (--data), batch 64, SGD momentum
+                        0.9, base_lr 0.01 (biases x2), weight decay 5e-4, lr policy inv
+  --net cifar10_quick   CIFAR-shaped images (random uint8, fixed seed, minus their mean), batch 100,
+                        base_lr 0.001 (biases x2), momentum 0.9, weight decay 0.004, fixed lr
+  --mode eager          a plain training loop (cudnn.benchmark on)
+  --mode graph          the whole step (forward, backward, update) captured once as a CUDA graph
+                        and replayed, the batch copied into the graph's static input first
+
+Batches are taken in order, wrapping around, as Caffe's data layer reads. The training time is
+measured from the first step to a synchronise after the last (model set-up, data upload and the
+graph's warm-up and capture excluded). The last line is machine-readable:
+"RESULT net=N mode=M iters=I train_s=T img_per_s=R peak_reserved_mib=P loss=L".
+"""
+import argparse
+import math
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from pytorch_lenet import LeNet, read_idx  # noqa: E402  (the same LeNet as the CPU benchmark)
+
+
+class Cifar10Quick(nn.Module):
+    """Caffe's cifar10_quick: conv 32 5x5 p2 -> max 3/2 -> relu -> conv 32 5x5 p2 -> relu -> ave 3/2
+    -> conv 64 5x5 p2 -> relu -> ave 3/2 -> ip 64 -> ip 10 (pooling rounds up, as Caffe's CEIL)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 32, 5, padding=2)
+        self.conv2 = nn.Conv2d(32, 32, 5, padding=2)
+        self.conv3 = nn.Conv2d(32, 64, 5, padding=2)
+        self.ip1 = nn.Linear(64 * 4 * 4, 64)
+        self.ip2 = nn.Linear(64, 10)
+        for layer, std in ((self.conv1, 1e-4), (self.conv2, 0.01), (self.conv3, 0.01), (self.ip1, 0.1),
+                           (self.ip2, 0.1)):
+            nn.init.normal_(layer.weight, 0.0, std)
+            nn.init.zeros_(layer.bias)
+
+    def forward(self, x):
+        x = F.relu(F.max_pool2d(self.conv1(x), 3, 2, ceil_mode=True))
+        x = F.avg_pool2d(F.relu(self.conv2(x)), 3, 2, ceil_mode=True)
+        x = F.avg_pool2d(F.relu(self.conv3(x)), 3, 2, ceil_mode=True)
+        return self.ip2(self.ip1(x.flatten(1)))
+
+
+def load_data(net, data_dir, device):
+    if net == "lenet":
+        images = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte"), 2051)
+        labels = read_idx(os.path.join(data_dir, "train-labels-idx1-ubyte"), 2049)
+        x = torch.from_numpy(images.astype(np.float32)).mul_(0.00390625)
+        return x.to(device), torch.from_numpy(labels.astype(np.int64)).to(device)
+    rng = np.random.default_rng(1)
+    images = rng.integers(0, 256, size=(10000, 3, 32, 32), dtype=np.uint8).astype(np.float32)
+    images -= images.mean(axis=0, keepdims=True)  # Caffe's mean_file subtraction
+    labels = rng.integers(0, 10, size=10000)
+    return torch.from_numpy(images).to(device), torch.from_numpy(labels.astype(np.int64)).to(device)
+
+
+def main():
+    here = os.path.dirname(os.path.abspath(__file__))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--net", choices=["lenet", "cifar10_quick"], required=True)
+    parser.add_argument("--mode", choices=["eager", "graph"], default="eager")
+    parser.add_argument("--iters", type=int, default=0, help="default: 10000 (lenet), 5000 (cifar10_quick)")
+    parser.add_argument("--data", default=os.path.join(here, "..", "..", "data", "mnist"))
+    parser.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
+    args = parser.parse_args()
+    lenet = args.net == "lenet"
+    iters = args.iters or (10000 if lenet else 5000)
+    batch = 64 if lenet else 100
+    base_lr, momentum, decay = (0.01, 0.9, 5e-4) if lenet else (0.001, 0.9, 0.004)
+    device = torch.device(args.device)
+    cuda = device.type == "cuda"
+    if cuda:
+        torch.backends.cudnn.benchmark = True
+    torch.manual_seed(1)
+
+    x_all, y_all = load_data(args.net, args.data, device)
+    n = x_all.shape[0]
+    model = (LeNet() if lenet else Cifar10Quick()).to(device)
+    weights = [p for name, p in model.named_parameters() if name.endswith("weight")]
+    biases = [p for name, p in model.named_parameters() if name.endswith("bias")]
+    # Learning rates as tensors, so a captured graph reads the current value at each replay.
+    lr_w = torch.tensor(base_lr, device=device)
+    lr_b = torch.tensor(2 * base_lr, device=device)
+    opt = torch.optim.SGD([{"params": weights, "lr": lr_w}, {"params": biases, "lr": lr_b}],
+                          lr=lr_w, momentum=momentum, weight_decay=decay)
+
+    def rate(step):  # inv for LeNet (gamma 1e-4, power 0.75), fixed for cifar10_quick
+        return base_lr * (1 + 1e-4 * step) ** -0.75 if lenet else base_lr
+
+    def batch_at(step):
+        lo = (step * batch) % n
+        if lo + batch <= n:
+            return x_all[lo:lo + batch], y_all[lo:lo + batch]
+        idx = torch.arange(lo, lo + batch, device=device) % n
+        return x_all[idx], y_all[idx]
+
+    def step_fn(x, y):
+        opt.zero_grad(set_to_none=False)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    static_x, static_y = batch_at(0)
+    static_x, static_y = static_x.clone(), static_y.clone()
+    graph = None
+    if args.mode == "graph":
+        if not cuda:
+            sys.exit("--mode graph needs --device cuda")
+        side = torch.cuda.Stream()
+        side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            for _ in range(3):  # warm-up creates the optimizer's state outside the capture
+                step_fn(static_x, static_y)
+        torch.cuda.current_stream().wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            static_loss = step_fn(static_x, static_y)
+        # Start training from fresh weights, as eager does: re-initialise in place.
+        with torch.no_grad():
+            fresh = (LeNet() if lenet else Cifar10Quick()).to(device)
+            for p, q in zip(model.parameters(), fresh.parameters()):
+                p.copy_(q)
+            for state in opt.state.values():
+                if "momentum_buffer" in state and state["momentum_buffer"] is not None:
+                    state["momentum_buffer"].zero_()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+
+    print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name() if cuda else 'cpu'}: {args.net}, "
+          f"{args.mode}, batch {batch}, {iters} iterations", flush=True)
+    start = time.perf_counter()
+    loss = None
+    for step in range(iters):
+        lr = rate(step)
+        lr_w.fill_(lr)
+        lr_b.fill_(2 * lr)
+        x, y = batch_at(step)
+        if graph is not None:
+            static_x.copy_(x)
+            static_y.copy_(y)
+            graph.replay()
+            loss = static_loss
+        else:
+            loss = step_fn(x, y)
+        if (step + 1) % 1000 == 0:
+            print(f"Iteration {step + 1}, loss = {loss.item():.4f}", flush=True)
+    if cuda:
+        torch.cuda.synchronize()
+    train_s = time.perf_counter() - start
+    peak = torch.cuda.max_memory_reserved() / 2**20 if cuda else 0.0
+    print(f"RESULT net={args.net} mode={args.mode} iters={iters} train_s={train_s:.3f} "
+          f"img_per_s={iters * batch / train_s:.0f} peak_reserved_mib={peak:.0f} loss={loss.item():.4f}")
+
+
+if __name__ == "__main__":
+    main()
