@@ -20,8 +20,8 @@ void GpuFree(void* pointer);
 // cuBLAS get their workspaces from the arena): a test checks that training steps add none.
 int64_t GpuAllocationCount();
 
-// Copies `bytes` between any two of host and device memory and waits for the copy (unified
-// addressing tells the direction). For set-up, snapshots and the numbers a person reads — never
+// Copies `bytes` between any two of host and device memory, after all queued GPU work, and waits for
+// the copy (unified addressing tells the direction). For set-up, snapshots and the numbers a person reads — never
 // inside a step's hot path.
 void GpuCopy(void* destination, const void* source, size_t bytes);
 

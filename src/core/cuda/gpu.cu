@@ -78,7 +78,12 @@ int64_t GpuAllocationCount() { return allocations.load(); }
 
 void GpuCopy(void* destination, const void* source, size_t bytes) {
   if (bytes == 0) return;
+  // The contexts' streams are non-blocking, so the legacy-stream cudaMemcpy is not ordered against
+  // them: wait for all queued work first, and for the copy itself (a pageable host-to-device copy may
+  // return before it lands).
+  CORTADO_CUDA_CHECK(cudaDeviceSynchronize());
   CORTADO_CUDA_CHECK(cudaMemcpy(destination, source, bytes, cudaMemcpyDefault));
+  CORTADO_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
 std::string GpuProperties(int id) {
