@@ -2,7 +2,10 @@
 // concat_dim means the same). Every other dim must match. With outer = Π dims before the axis and
 // inner = Π dims after it, top[n, o_k + a, i] = bottom_k[n, a, i], where o_k is the sum of the
 // earlier bottoms' axis dims. Backward hands each bottom its slice of the top diff.
+// GPU: one strided copy of `outer` rows per bottom (CopyRowsGpu, cuda/concat.cu).
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 
@@ -12,6 +15,7 @@ class ConcatLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Concat"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int MinBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
 
@@ -62,6 +66,31 @@ class ConcatLayer : public Layer {
       if (propagate_down[k])
         for (int64_t o = 0; o < outer; ++o)
           cpu_copy(len, top[0]->diff() + (o * top_dim + offset) * inner, b->diff() + o * len);
+      offset += b->shape(axis_);
+    }
+  }
+
+  // Bottom k's rows (len values each) sit in the top's rows (top_dim · inner values) at offset.
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t outer = top[0]->count(0, axis_), inner = top[0]->count(axis_ + 1);
+    const int64_t top_row = top[0]->shape(axis_) * inner;
+    int offset = 0;
+    for (Blob* b : bottom) {
+      const int64_t len = b->shape(axis_) * inner;
+      CopyRowsGpu(ctx_, outer, len, b->data(), len, top[0]->data() + offset * inner, top_row);
+      offset += b->shape(axis_);
+    }
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const int64_t outer = top[0]->count(0, axis_), inner = top[0]->count(axis_ + 1);
+    const int64_t top_row = top[0]->shape(axis_) * inner;
+    int offset = 0;
+    for (size_t k = 0; k < bottom.size(); ++k) {
+      Blob* b = bottom[k];
+      const int64_t len = b->shape(axis_) * inner;
+      if (propagate_down[k]) CopyRowsGpu(ctx_, outer, len, top[0]->diff() + offset * inner, top_row, b->diff(), len);
       offset += b->shape(axis_);
     }
   }

@@ -2,11 +2,17 @@
 // TRAIN: y = x · m / (1 − r), m ~ Bernoulli(1 − r) drawn afresh each Forward from the context's
 // RNG; Backward applies the same mask: dx = dy · m / (1 − r). TEST: y = x, dx = dy.
 // The mask is kept, already scaled (0 or 1 / (1 − r)), in a scratch buffer. In place works too.
+// GPU: the mask comes from a counter-based hash of (seed, element index) in the kernel
+// (cuda/dropout.cu), the seed drawn from the context's RNG on the host each Forward — the same
+// distribution as the CPU's, not the same numbers.
 #include <cstdint>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -14,6 +20,7 @@ class DropoutLayer : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Dropout"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const float ratio = param_.dropout_param().dropout_ratio();
@@ -57,6 +64,29 @@ class DropoutLayer : public NeuronLayer {
     }
     const float* m = mask_->data();
     for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * m[i];
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t n = bottom[0]->count();
+    if (!mask_) {
+      gpu_copy(ctx_, n, bottom[0]->data(), top[0]->data());  // nothing when in place
+      return;
+    }
+    std::mt19937& rng = ctx_.rng();
+    const uint64_t high = rng();
+    const uint64_t seed = (high << 32) | rng();
+    DropoutForwardGpu(ctx_, n, seed, threshold_, scale_, bottom[0]->data(), mask_->data(), top[0]->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const int64_t n = top[0]->count();
+    if (!mask_) {
+      gpu_copy(ctx_, n, top[0]->diff(), bottom[0]->diff());
+      return;
+    }
+    gpu_mul(ctx_, n, top[0]->diff(), mask_->data(), bottom[0]->diff());
   }
 
  private:

@@ -2,9 +2,14 @@
 // DummyDataParameter gives 0, 1 or one-per-top data_filler (default: constant 0) and 1 or
 // one-per-top shapes (`shape`, or the legacy num/channels/height/width, each 1 or one per top).
 // Every Forward refills the tops, drawing random fillers from the context's RNG.
+// GPU: constant fillers are a gpu_set; the others fill a host buffer with the same draws as the CPU
+// (so both devices give the same values from the same seed), copied to the top in stream order.
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -12,6 +17,7 @@ class DummyDataLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "DummyData"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
 
@@ -62,7 +68,28 @@ class DummyDataLayer : public Layer {
   }
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
+  void Forward_gpu(const BlobVec&, const BlobVec& top) override {
+    for (size_t i = 0; i < top.size(); ++i) {
+      Blob* t = top[i];
+      if (fillers_[i].type() == "constant") {  // draws nothing from the RNG on the CPU either
+        gpu_set(ctx_, t->count(), fillers_[i].value(), t->data());
+        continue;
+      }
+      host_.assign(static_cast<size_t>(t->count()), 0.0f);
+      Blob staging(t->shape());
+      staging.Bind(Device::kCPU, host_.data(), nullptr, t->count());
+      try {
+        FillBlob(fillers_[i], &staging, ctx_.rng());
+      } catch (const Error& e) {
+        Fail(Describe(), ": ", e.what());  // e.g. an unknown filler type
+      }
+      UploadAndWait(ctx_, t->count(), host_.data(), t->data());
+    }
+  }
+  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+
  private:
+  std::vector<float> host_;               // GPU: a random filler's values on their way to a top
   std::vector<FillerParameter> fillers_;  // one per top
   std::vector<std::vector<int>> shapes_;  // one per top
 };

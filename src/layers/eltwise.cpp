@@ -3,9 +3,13 @@
 //   PROD: y = Π_k x_k; dx_k = dy·Π_{j≠k} x_j (stable_prod_grad, the default) or dy·y/x_k.
 //   MAX:  y = max_k x_k; the winning bottom per element (the first on ties) is kept in a scratch
 //         mask, and dx_k = dy where bottom k won, else 0.
+// GPU: the same steps with math_gpu.hpp; MAX's comparison and gradient are kernels (cuda/eltwise.cu).
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -13,6 +17,7 @@ class EltwiseLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Eltwise"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int MinBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
 
@@ -95,6 +100,55 @@ class EltwiseLayer : public Layer {
           for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] == me ? dy[i] : 0.0f;
           break;
         }
+      }
+    }
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t n = top[0]->count();
+    float* y = top[0]->data();
+    switch (op_) {
+      case EltwiseParameter::PROD:
+        gpu_mul(ctx_, n, bottom[0]->data(), bottom[1]->data(), y);
+        for (size_t k = 2; k < bottom.size(); ++k) gpu_mul(ctx_, n, y, bottom[k]->data(), y);
+        break;
+      case EltwiseParameter::SUM:
+        gpu_scale(ctx_, n, coeff_[0], bottom[0]->data(), y);
+        for (size_t k = 1; k < bottom.size(); ++k) gpu_axpy(ctx_, n, coeff_[k], bottom[k]->data(), y);
+        break;
+      case EltwiseParameter::MAX:
+        gpu_copy(ctx_, n, bottom[0]->data(), y);
+        gpu_set(ctx_, n, 0.0f, mask_->data());
+        for (size_t k = 1; k < bottom.size(); ++k)
+          EltwiseMaxStepGpu(ctx_, n, bottom[k]->data(), static_cast<int>(k), y, mask_->data());
+        break;
+    }
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const int64_t n = top[0]->count();
+    const float* dy = top[0]->diff();
+    for (size_t k = 0; k < bottom.size(); ++k) {
+      if (!propagate_down[k]) continue;
+      float* dx = bottom[k]->diff();
+      switch (op_) {
+        case EltwiseParameter::PROD:
+          if (param_.eltwise_param().stable_prod_grad()) {
+            gpu_copy(ctx_, n, dy, dx);
+            for (size_t j = 0; j < bottom.size(); ++j)
+              if (j != k) gpu_mul(ctx_, n, dx, bottom[j]->data(), dx);
+          } else {
+            gpu_div(ctx_, n, top[0]->data(), bottom[k]->data(), dx);
+            gpu_mul(ctx_, n, dx, dy, dx);
+          }
+          break;
+        case EltwiseParameter::SUM:
+          gpu_scale(ctx_, n, coeff_[k], dy, dx);
+          break;
+        case EltwiseParameter::MAX:
+          EltwiseMaxBackwardGpu(ctx_, n, mask_->data(), static_cast<int>(k), dy, dx);
+          break;
       }
     }
   }

@@ -1,7 +1,8 @@
 // flatten.cpp — Flatten: merges axes [axis, end_axis] of the bottom into one (defaults 1 and −1:
 // N×C×H×W becomes N×(C·H·W)). The top is a view of the bottom's memory (TopAliasesBottom), so
-// Forward and Backward have nothing to do.
+// Forward and Backward have nothing to do, on either device.
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -10,6 +11,7 @@ class FlattenLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Flatten"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   int TopAliasesBottom(int) const override { return 0; }
@@ -31,6 +33,8 @@ class FlattenLayer : public Layer {
  protected:
   void Forward_cpu(const BlobVec&, const BlobVec&) override {}
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void Forward_gpu(const BlobVec&, const BlobVec&) override {}
+  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
   // A flatten_param axis as an index into the bottom's axes (negative counts from the end).

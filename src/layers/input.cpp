@@ -1,7 +1,8 @@
 // input.cpp — Input: tops whose values the caller writes (deploy nets, tools feeding data by hand).
 // No bottoms; InputParameter.shape gives one shape per top, one shape shared by every top, or none
-// (the caller shapes the tops). Forward and Backward do nothing.
+// (the caller shapes the tops). Forward and Backward do nothing, on either device.
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -10,6 +11,7 @@ class InputLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Input"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
 
@@ -27,6 +29,8 @@ class InputLayer : public Layer {
  protected:
   void Forward_cpu(const BlobVec&, const BlobVec&) override {}
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void Forward_gpu(const BlobVec&, const BlobVec&) override {}
+  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 };
 
 CORTADO_REGISTER_LAYER(Input, InputLayer);

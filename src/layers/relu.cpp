@@ -1,5 +1,8 @@
 // relu.cpp — ReLU: y = max(0, x) + negative_slope · min(0, x).
 // Backward: dx = dy · (x > 0 ? 1 : negative_slope). Runs in place (top == bottom) as well.
+// GPU: the same two loops as kernels (cuda/relu.cu).
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -8,6 +11,7 @@ class ReLULayer : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "ReLU"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
@@ -26,6 +30,18 @@ class ReLULayer : public NeuronLayer {
     const float* dy = top[0]->diff();
     float* dx = bottom[0]->diff();
     for (int64_t i = 0; i < bottom[0]->count(); ++i) dx[i] = dy[i] * (x[i] > 0 ? 1.0f : slope);
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    ReLUForwardGpu(ctx_, bottom[0]->count(), param_.relu_param().negative_slope(), bottom[0]->data(),
+                   top[0]->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    ReLUBackwardGpu(ctx_, bottom[0]->count(), param_.relu_param().negative_slope(), bottom[0]->data(),
+                    top[0]->diff(), bottom[0]->diff());
   }
 };
 

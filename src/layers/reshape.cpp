@@ -2,10 +2,12 @@
 // replaces the bottom axes [axis, axis + num_axes) (num_axes −1: through the last axis; a negative
 // axis counts from the end, −1 meaning "after the last axis"). In the new dims, 0 copies the bottom
 // dim at the same position and one −1 is inferred so the element count stays the same.
-// The top is a view of the bottom's memory (TopAliasesBottom): Forward and Backward do nothing.
+// The top is a view of the bottom's memory (TopAliasesBottom): Forward and Backward do nothing, on
+// either device.
 #include <sstream>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -14,6 +16,7 @@ class ReshapeLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Reshape"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   int TopAliasesBottom(int) const override { return 0; }
@@ -26,6 +29,8 @@ class ReshapeLayer : public Layer {
  protected:
   void Forward_cpu(const BlobVec&, const BlobVec&) override {}
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void Forward_gpu(const BlobVec&, const BlobVec&) override {}
+  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
   std::vector<int> NewShape(const Blob& x) const {

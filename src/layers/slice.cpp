@@ -3,7 +3,10 @@
 // empty, the axis is split into k equal parts. With outer = Π dims before the axis and inner = Π
 // dims after it, top_k[n, a, i] = bottom[n, o_k + a, i], o_k the start of slice k.
 // Backward gathers the tops' diffs back into the bottom diff.
+// GPU: one strided copy of `outer` rows per top (CopyRowsGpu, shared with Concat: cuda/concat.cu).
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 
@@ -13,6 +16,7 @@ class SliceLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Slice"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
 
@@ -76,6 +80,31 @@ class SliceLayer : public Layer {
       const int64_t len = t->shape(axis_) * inner;
       for (int64_t o = 0; o < outer; ++o)
         cpu_copy(len, t->diff() + o * len, bottom[0]->diff() + (o * dim + offset) * inner);
+      offset += t->shape(axis_);
+    }
+  }
+
+  // Top k's rows (len values each) sit in the bottom's rows (dim · inner values) at offset.
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t outer = bottom[0]->count(0, axis_), inner = bottom[0]->count(axis_ + 1);
+    const int64_t bottom_row = bottom[0]->shape(axis_) * inner;
+    int offset = 0;
+    for (Blob* t : top) {
+      const int64_t len = t->shape(axis_) * inner;
+      CopyRowsGpu(ctx_, outer, len, bottom[0]->data() + offset * inner, bottom_row, t->data(), len);
+      offset += t->shape(axis_);
+    }
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const int64_t outer = bottom[0]->count(0, axis_), inner = bottom[0]->count(axis_ + 1);
+    const int64_t bottom_row = bottom[0]->shape(axis_) * inner;
+    int offset = 0;
+    for (Blob* t : top) {
+      const int64_t len = t->shape(axis_) * inner;
+      CopyRowsGpu(ctx_, outer, len, t->diff(), len, bottom[0]->diff() + offset * inner, bottom_row);
       offset += t->shape(axis_);
     }
   }

@@ -1,9 +1,12 @@
 // split.cpp — Split: copies one bottom to N tops so several layers can consume it (the Net inserts
 // these). Forward: top_k = x for every k. Backward: dx = Σ_k dtop_k.
 // Each top keeps its own memory: the tops' diffs must be distinct, so their data is copied too.
+// GPU: the same copies and sums with math_gpu.hpp.
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -11,6 +14,7 @@ class SplitLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Split"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
 
@@ -33,6 +37,19 @@ class SplitLayer : public Layer {
     float* dx = bottom[0]->diff();
     cpu_copy(n, top[0]->diff(), dx);
     for (size_t k = 1; k < top.size(); ++k) cpu_axpy(n, 1.0f, top[k]->diff(), dx);
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    for (Blob* t : top) gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), t->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const int64_t n = bottom[0]->count();
+    float* dx = bottom[0]->diff();
+    gpu_copy(ctx_, n, top[0]->diff(), dx);
+    for (size_t k = 1; k < top.size(); ++k) gpu_axpy(ctx_, n, 1.0f, top[k]->diff(), dx);
   }
 };
 

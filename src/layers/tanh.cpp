@@ -1,7 +1,10 @@
 // tanh.cpp — TanH: y = tanh(x).
 // Backward from the top data: dx = dy · (1 − y²). Runs in place (top == bottom) as well.
+// GPU: the same two loops as kernels (cuda/tanh.cu).
 #include <cmath>
 
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -10,6 +13,7 @@ class TanHLayer : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "TanH"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
@@ -27,6 +31,16 @@ class TanHLayer : public NeuronLayer {
     float* dx = bottom[0]->diff();
     const int64_t n = top[0]->count();
     for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    TanHForwardGpu(ctx_, bottom[0]->count(), bottom[0]->data(), top[0]->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    TanHBackwardGpu(ctx_, top[0]->count(), top[0]->data(), top[0]->diff(), bottom[0]->diff());
   }
 };
 

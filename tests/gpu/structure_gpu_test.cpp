@@ -1,0 +1,155 @@
+// structure_gpu_test.cpp — the layers that move, join or make blobs, on the GPU against the CPU:
+// Split, Flatten, Reshape, Silence, Concat and Slice (axis 0, 1, a later axis, a negative axis),
+// Eltwise (SUM with coefficients, PROD both gradients, MAX with ties), Input and DummyData (constant
+// and random fillers, refilled on every Forward with the CPU's draws). The layers also claim GPU
+// support exactly when built with CUDA.
+#include <random>
+
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/layer_registry.hpp"
+#include "gpu_compare.hpp"
+
+namespace cortado::test {
+
+TEST(StructureGpu, LayersClaimGpuSupportExactlyWhenBuiltWithCuda) {
+  Context ctx(Device::kCPU, 1);
+  for (const char* type : {"Split", "Flatten", "Reshape", "Silence", "Concat", "Slice", "Eltwise", "Input",
+                           "DummyData"}) {
+    auto layer = LayerRegistry::Create(ParseLayer(std::string("name: 'x' type: '") + type + "'"), ctx);
+    EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << type;
+  }
+}
+
+TEST(StructureGpu, SplitSumsTheTopDiffs) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'Split'", {{2, 3, 4}}, 1);
+  ExpectGpuMatchesCpu("type: 'Split'", {{2, 3, 4}}, 3);
+}
+
+TEST(StructureGpu, FlattenAndReshapeAreViews) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'Flatten'", {{2, 3, 4, 5}});
+  ExpectGpuMatchesCpu("type: 'Flatten' flatten_param { axis: 2 }", {{2, 3, 4, 5}});
+  ExpectGpuMatchesCpu("type: 'Reshape' reshape_param { shape { dim: 0 dim: -1 dim: 5 } }", {{2, 3, 4, 5}});
+}
+
+TEST(StructureGpu, SilenceZeroesTheBottomDiffs) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'Silence'", {{2, 3}, {4}}, 0);
+  LayerFixture f("type: 'Silence'", {{2, 3}, {4}}, 0, 1701, Device::kGPU);
+  f.bottom(0).WriteDiff(std::vector<float>(6, 5.0f));
+  f.bottom(1).WriteDiff(std::vector<float>(4, -2.0f));
+  f.Forward();
+  f.Backward();
+  f.ctx().Synchronize();
+  EXPECT_EQ(f.bottom(0).ReadDiff(), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(f.bottom(1).ReadDiff(), std::vector<float>(4, 0.0f));
+}
+
+TEST(StructureGpu, ConcatAlongEveryKindOfAxis) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'Concat' concat_param { axis: 0 }", {{2, 3, 4, 5}, {1, 3, 4, 5}, {3, 3, 4, 5}});
+  ExpectGpuMatchesCpu("type: 'Concat'", {{2, 3, 4, 5}, {2, 2, 4, 5}, {2, 1, 4, 5}});
+  ExpectGpuMatchesCpu("type: 'Concat' concat_param { axis: 2 }", {{2, 3, 4, 5}, {2, 3, 1, 5}});
+  ExpectGpuMatchesCpu("type: 'Concat' concat_param { axis: -1 }", {{2, 3, 4, 5}, {2, 3, 4, 2}, {2, 3, 4, 1}});
+  ExpectGpuMatchesCpu("type: 'Concat' concat_dim: 1", {{3, 2}, {3, 7}});
+  ExpectGpuMatchesCpu("type: 'Concat'", {{2, 3, 4}});  // one bottom: a plain copy
+}
+
+TEST(StructureGpu, SliceAlongEveryKindOfAxis) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'Slice' slice_param { axis: 0 slice_point: 1 slice_point: 4 }", {{6, 3, 4, 5}}, 3);
+  ExpectGpuMatchesCpu("type: 'Slice'", {{2, 3, 4, 5}}, 3);
+  ExpectGpuMatchesCpu("type: 'Slice' slice_param { axis: 2 slice_point: 3 }", {{2, 3, 4, 5}}, 2);
+  ExpectGpuMatchesCpu("type: 'Slice' slice_param { axis: -1 slice_point: 1 slice_point: 2 }", {{2, 3, 4, 5}}, 3);
+  ExpectGpuMatchesCpu("type: 'Slice' slice_param { slice_dim: 1 }", {{3, 8}}, 2);
+}
+
+TEST(StructureGpu, EltwiseEveryOperation) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'Eltwise'", {{2, 3, 4}, {2, 3, 4}});
+  ExpectGpuMatchesCpu("type: 'Eltwise' eltwise_param { operation: SUM coeff: 1 coeff: -0.5 coeff: 2 }",
+                      {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}});
+  ExpectGpuMatchesCpu("type: 'Eltwise' eltwise_param { operation: PROD }", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}});
+  ExpectGpuMatchesCpu("type: 'Eltwise' eltwise_param { operation: PROD stable_prod_grad: false }",
+                      {{2, 3, 4}, {2, 3, 4}});
+  ExpectGpuMatchesCpu("type: 'Eltwise' eltwise_param { operation: MAX }", {{2, 3, 4}, {2, 3, 4}, {2, 3, 4}});
+}
+
+// Ties go to the first bottom holding the maximum, on both devices.
+TEST(StructureGpu, EltwiseMaxTiesGoToTheFirstBottom) {
+  SKIP_WITHOUT_GPU();
+  const std::string text = "type: 'Eltwise' eltwise_param { operation: MAX }";
+  const std::vector<std::vector<float>> x = {{1, 2, 3, 0, 5, -1}, {1, 2, 1, 4, 5, -1}, {0, 2, 3, 4, 5, -1}};
+  const std::vector<float> dy = {10, 20, 30, 40, 50, 60};
+  std::vector<std::vector<float>> dx[2];
+  for (Device device : {Device::kCPU, Device::kGPU}) {
+    LayerFixture f(text, {{6}, {6}, {6}}, 1, 1701, device);
+    for (int k = 0; k < 3; ++k) f.bottom(k).WriteData(x[k]);
+    f.Forward();
+    f.top(0).WriteDiff(dy);
+    f.Backward();
+    f.ctx().Synchronize();
+    EXPECT_EQ(f.top(0).ReadData(), (std::vector<float>{1, 2, 3, 4, 5, -1})) << DeviceName(device);
+    for (int k = 0; k < 3; ++k) dx[device == Device::kGPU].push_back(f.bottom(k).ReadDiff());
+  }
+  EXPECT_EQ(dx[1], dx[0]);
+  EXPECT_EQ(dx[1][0], (std::vector<float>{10, 20, 30, 0, 50, 60}));
+  EXPECT_EQ(dx[1][1], (std::vector<float>{0, 0, 0, 40, 0, 0}));
+  EXPECT_EQ(dx[1][2], (std::vector<float>(6, 0.0f)));
+}
+
+TEST(StructureGpu, InputHasNothingToCompute) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'Input' input_param { shape { dim: 2 dim: 3 } }", {}, 2);
+}
+
+TEST(StructureGpu, DummyDataFillsLikeTheCpu) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'DummyData' dummy_data_param { shape { dim: 2 dim: 3 } }", {}, 1);
+  ExpectGpuMatchesCpu(R"(type: 'DummyData' dummy_data_param {
+                           data_filler { type: 'gaussian' std: 2 }
+                           data_filler { type: 'constant' value: 3 }
+                           data_filler { type: 'uniform' min: -1 max: 1 }
+                           data_filler { type: 'xavier' }
+                           shape { dim: 2 dim: 3 } shape { dim: 4 } shape { dim: 5 dim: 6 } shape { dim: 3 dim: 4 } })",
+                      {}, 4);
+}
+
+// Every Forward refills every top (constant ones too), drawing the CPU's numbers in the CPU's order,
+// without allocating device memory.
+TEST(StructureGpu, DummyDataRefillsEveryForward) {
+  SKIP_WITHOUT_GPU();
+  const std::string text = R"(type: 'DummyData' dummy_data_param {
+                                data_filler { type: 'constant' value: 2.5 }
+                                data_filler { type: 'gaussian' }
+                                shape { dim: 4 } shape { dim: 50 } })";
+  LayerFixture cpu(text, {}, 2, 5, Device::kCPU);
+  LayerFixture gpu(text, {}, 2, 5, Device::kGPU);
+  const int64_t allocations = GpuAllocationCount();
+  std::vector<float> previous;
+  for (int pass = 0; pass < 3; ++pass) {
+    gpu.top(0).WriteData(std::vector<float>(4, 9.0f));
+    cpu.Forward();
+    gpu.Forward();
+    gpu.ctx().Synchronize();
+    EXPECT_EQ(gpu.top(0).ReadData(), std::vector<float>(4, 2.5f)) << "pass " << pass;
+    const std::vector<float> values = gpu.top(1).ReadData();
+    EXPECT_EQ(values, cpu.top(1).ReadData()) << "pass " << pass;
+    EXPECT_NE(values, previous) << "pass " << pass;
+    previous = values;
+  }
+  EXPECT_EQ(GpuAllocationCount(), allocations);
+}
+
+TEST(StructureGpu, DummyDataUnknownFillerNamesTheLayer) {
+  SKIP_WITHOUT_GPU();
+  LayerFixture f("name: 'dd' type: 'DummyData' dummy_data_param { data_filler { type: 'nope' } shape { dim: 2 } }",
+                 {}, 1, 1701, Device::kGPU);
+  const std::string message = ErrorOf([&] { f.Forward(); });
+  EXPECT_NE(message.find("layer dd (DummyData)"), std::string::npos) << message;
+  EXPECT_NE(message.find("nope"), std::string::npos) << message;
+}
+
+}  // namespace cortado::test
