@@ -4,9 +4,12 @@
 // optionally, per-class accuracy (C), 0 for a class with no samples.
 // As in Caffe, a position counts as correct when fewer than top_k other classes score >= the true
 // class's score (ties count against the prediction). No gradient: Backward does nothing.
+// GPU: kernels/dense.hpp (accuracy.cu); a bad label is flagged there and reported as on the CPU.
 #include <algorithm>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -19,6 +22,7 @@ class AccuracyLayer : public Layer {
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int) const override { return false; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const AccuracyParameter& ap = param_.accuracy_param();
@@ -27,6 +31,7 @@ class AccuracyLayer : public Layer {
     ignore_label_ = ap.ignore_label();
     CORTADO_REQUIRE(top_k_ >= 1, Describe(), ": accuracy_param.top_k must be at least 1");
     if (top.size() > 1) class_count_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -48,6 +53,7 @@ class AccuracyLayer : public Layer {
       top[1]->Reshape(std::vector<int>{static_cast<int>(channels_)});
       class_count_->Reshape(std::vector<int>{static_cast<int>(channels_)});
     }
+    if (work_) work_->Reshape(std::vector<int>{static_cast<int>(AccuracyWorkFloats(channels_))});
   }
 
  protected:
@@ -67,10 +73,7 @@ class AccuracyLayer : public Layer {
       for (int64_t j = 0; j < inner_; ++j) {
         const int l = static_cast<int>(label[i * inner_ + j]);
         if (has_ignore_label_ && l == ignore_label_) continue;
-        if (l < 0 || l >= channels_) {
-          Fail(Describe(), ": label ", label[i * inner_ + j], " (at position ", i * inner_ + j,
-               ") is outside the valid range [0, ", channels_, ")");
-        }
+        if (l < 0 || l >= channels_) FailBadLabel(label[i * inner_ + j], i * inner_ + j);
         const float* xij = x + i * dim + j;
         const float truth = xij[l * inner_];
         int at_least = -1;  // classes scoring >= the true one, the true class itself excluded
@@ -94,8 +97,25 @@ class AccuracyLayer : public Layer {
 
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    float bad_label = 0;
+    const int64_t at = AccuracyForwardGpu(ctx_, outer_, channels_, inner_, top_k_, has_ignore_label_, ignore_label_,
+                                          bottom[0]->data(), bottom[1]->data(), work_->data(), top[0]->data(),
+                                          top.size() > 1 ? top[1]->data() : nullptr, &bad_label);
+    if (at >= 0) FailBadLabel(bad_label, at);
+  }
+
+  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+
  private:
+  // One message for both devices.
+  [[noreturn]] void FailBadLabel(float label, int64_t position) const {
+    Fail(Describe(), ": label ", label, " (at position ", position, ") is outside the valid range [0, ",
+         channels_, ")");
+  }
+
   Blob* class_count_ = nullptr;
+  Blob* work_ = nullptr;  // GPU nets: the kernels' counters and bad-label flag
   int top_k_ = 1;
   bool has_ignore_label_ = false;
   int ignore_label_ = 0;

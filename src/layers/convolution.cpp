@@ -17,6 +17,13 @@
 // Chunks run in parallel on the CPU threads (OpenMP), each product on its own thread: LeNet's
 // products are too small to split further. Each thread has its own product buffer (and
 // column buffer when columns are not kept) and its own weight-gradient partial, summed at the end.
+//
+// GPU (kernels/dense.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
+// (cudnn/convolution_cudnn.cpp: algorithms picked when the layer is shaped, their workspace a scratch
+// buffer of at most kCudnnWorkspaceBytes). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
+// by image: im2col into one image's columns (cuda/convolution.cu), one gpu_gemm per group straight
+// into the top, the bias added over the whole batch; backward the same way, col2im for the data
+// gradient.
 #include <glog/logging.h>
 #include <omp.h>
 
@@ -25,9 +32,12 @@
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/im2col.hpp"
+#include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -39,6 +49,9 @@ constexpr int64_t kChunkFloats = (int64_t{1} << 20) / sizeof(float);
 // Forward keeps every chunk's columns for backward when the batch's columns fit in 64 MiB;
 // otherwise backward unrolls each chunk again.
 constexpr int64_t kKeepFloats = (int64_t{64} << 20) / sizeof(float);
+// The most workspace one layer's cuDNN algorithms may use (cuDNN ranks faster algorithms that need
+// more below this limit).
+constexpr size_t kCudnnWorkspaceBytes = size_t{64} << 20;
 
 using Repeated = google::protobuf::RepeatedField<uint32_t>;
 
@@ -72,6 +85,7 @@ class ConvolutionLayer : public Layer {
   int MinBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
   bool EqualNumBottomTopBlobs() const override { return true; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const ConvolutionParameter& p = param_.convolution_param();
@@ -96,6 +110,15 @@ class ConvolutionLayer : public Layer {
     col_ = AddScratch();
     product_ = AddScratch();
     dw_partial_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) workspace_ = AddScratch();
+    if (ctx_.device() == Device::kGPU && p.engine() != ConvolutionParameter::CAFFE) {
+      if (BuiltWithCudnn()) {
+        cudnn_ = CreateCudnnConvolution();
+      } else {
+        CORTADO_REQUIRE(p.engine() != ConvolutionParameter::CUDNN, Describe(),
+                        ": engine CUDNN, but this build has no cuDNN; use engine: CAFFE (or DEFAULT)");
+      }
+    }
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -113,6 +136,11 @@ class ConvolutionLayer : public Layer {
     CheckFits("width", geom_.width, geom_.pad_w, geom_.kernel_w, geom_.dilation_w, geom_.extent_w());
     num_ = x.shape(0);
     for (Blob* y : top) y->Reshape({num_, num_output_, geom_.out_h(), geom_.out_w()});
+    col_holds_forward_ = false;
+    if (ctx_.device() == Device::kGPU) {
+      ReshapeGpuBuffers();
+      return;
+    }
     // Chunks of about kChunkFloats column floats, balanced; the whole batch's columns are kept for
     // backward when they fit in kKeepFloats.
     const int64_t per_image = geom_.col_rows() * geom_.out_size();
@@ -129,7 +157,6 @@ class ConvolutionLayer : public Layer {
     col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
     product_->Reshape(std::vector<int>{static_cast<int>(product_floats)});
     dw_partial_->Reshape(std::vector<int>{static_cast<int>((threads_ - 1) * blobs_[0]->count())});
-    col_holds_forward_ = false;
   }
 
   void InitParams() override {
@@ -220,7 +247,96 @@ class ConvolutionLayer : public Layer {
       col_holds_forward_ = false;
   }
 
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* w = blobs_[0]->data();
+    const float* bias = bias_term_ ? blobs_[1]->data() : nullptr;
+    for (size_t i = 0; i < bottom.size(); ++i) {
+      if (cudnn_) {
+        CudnnConvolutionForward(ctx_, *cudnn_, bottom[i]->data(), w, bias, top[i]->data(), workspace_->data(),
+                                WorkspaceBytes());
+        continue;
+      }
+      const auto [hw, mg, kg] = GemmSizes();
+      float* col = col_->data();
+      for (int n = 0; n < num_; ++n) {
+        Im2ColGpu(ctx_, bottom[i]->data() + n * ImageFloats(), geom_, col);
+        float* y = top[i]->data() + n * OutputFloats();
+        for (int g = 0; g < group_; ++g)
+          gpu_gemm(ctx_, Trans::kNo, Trans::kNo, mg, hw, kg, 1.0f, w + int64_t{g} * mg * kg,
+                   col + int64_t{g} * kg * hw, 0.0f, y + int64_t{g} * mg * hw);
+      }
+      if (bias) AddChannelBiasGpu(ctx_, num_, num_output_, hw, bias, top[i]->data());
+    }
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* w = blobs_[0]->data();
+    float* dw = param_propagate_down(0) ? blobs_[0]->diff() : nullptr;
+    float* db = bias_term_ && param_propagate_down(1) ? blobs_[1]->diff() : nullptr;
+    for (size_t i = 0; i < top.size(); ++i) {
+      const float* dy = top[i]->diff();
+      float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
+      if (cudnn_) {
+        CudnnConvolutionBackward(ctx_, *cudnn_, bottom[i]->data(), w, dy, dw, db, dx, workspace_->data(),
+                                 WorkspaceBytes());
+        continue;
+      }
+      const auto [hw, mg, kg] = GemmSizes();
+      if (db) ChannelBiasGradientGpu(ctx_, num_, num_output_, hw, dy, db);
+      if (!dw && !dx) continue;
+      float* col = col_->data();
+      for (int n = 0; n < num_; ++n) {
+        const float* dy_n = dy + n * OutputFloats();
+        if (dw) {  // dW_g += dy_g · col_gᵀ
+          Im2ColGpu(ctx_, bottom[i]->data() + n * ImageFloats(), geom_, col);
+          for (int g = 0; g < group_; ++g)
+            gpu_gemm(ctx_, Trans::kNo, Trans::kYes, mg, kg, hw, 1.0f, dy_n + int64_t{g} * mg * hw,
+                     col + int64_t{g} * kg * hw, 1.0f, dw + int64_t{g} * mg * kg);
+        }
+        if (dx) {  // col_g = W_gᵀ · dy_g, folded back into the image
+          for (int g = 0; g < group_; ++g)
+            gpu_gemm(ctx_, Trans::kYes, Trans::kNo, kg, hw, mg, 1.0f, w + int64_t{g} * mg * kg,
+                     dy_n + int64_t{g} * mg * hw, 0.0f, col + int64_t{g} * kg * hw);
+          Col2ImGpu(ctx_, col, geom_, dx + n * ImageFloats());
+        }
+      }
+    }
+  }
+
  private:
+  // GPU nets: the cuDNN workspace, or one image's columns; none of the CPU's buffers.
+  void ReshapeGpuBuffers() {
+    product_->Reshape(std::vector<int>{0});
+    dw_partial_->Reshape(std::vector<int>{0});
+    if (cudnn_) {
+      // Once bound, the workspace cannot grow: the algorithms must fit in what it has.
+      const size_t limit = workspace_->data() == nullptr
+                               ? kCudnnWorkspaceBytes
+                               : std::min(kCudnnWorkspaceBytes, WorkspaceCapacityBytes());
+      const size_t bytes = CudnnConvolutionReshape(ctx_, *cudnn_, num_, num_output_, group_, geom_, limit, Describe());
+      workspace_->Reshape(std::vector<int>{static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float))});
+      col_->Reshape(std::vector<int>{0});
+      return;
+    }
+    const int64_t col_floats = geom_.col_rows() * geom_.out_size();
+    CHECK_LE(col_floats, int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
+    col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
+    workspace_->Reshape(std::vector<int>{0});
+  }
+
+  size_t WorkspaceBytes() const { return static_cast<size_t>(workspace_->count()) * sizeof(float); }
+  size_t WorkspaceCapacityBytes() const { return static_cast<size_t>(workspace_->capacity()) * sizeof(float); }
+  int64_t ImageFloats() const { return static_cast<int64_t>(channels_) * geom_.height * geom_.width; }
+  int64_t OutputFloats() const { return static_cast<int64_t>(num_output_) * geom_.out_size(); }
+  // One image's products: output positions, outputs per group, column rows per group.
+  struct GemmDims {
+    int hw, mg, kg;
+  };
+  GemmDims GemmSizes() const {
+    return {static_cast<int>(geom_.out_size()), num_output_ / group_, static_cast<int>(geom_.col_rows() / group_)};
+  }
+
   void ReadGeometry(const ConvolutionParameter& p) {
     if (p.has_kernel_h() || p.has_kernel_w()) {
       CORTADO_REQUIRE(p.has_kernel_h() && p.has_kernel_w(), Describe(), ": give both kernel_h and kernel_w");
@@ -299,6 +415,8 @@ class ConvolutionLayer : public Layer {
   int threads_ = 1;
   int64_t chunk_product_ = 0;       // floats of one thread's product buffer
   bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
+  Blob* workspace_ = nullptr;       // GPU nets: cuDNN's workspace (empty for the im2col engine)
+  CudnnConvolutionPtr cudnn_{nullptr, nullptr};  // GPU with cuDNN: descriptors and algorithms
 };
 
 CORTADO_REGISTER_LAYER(Convolution, ConvolutionLayer);

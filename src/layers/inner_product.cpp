@@ -5,12 +5,16 @@
 //   y (M, N) = x · Wᵀ + b,   W (N, K)  — or y = x · W with W stored (K, N) when transpose is set
 //   dW += dyᵀ · x  (transpose: xᵀ · dy),  db += Σ_rows dy,  dx = dy · W  (transpose: dy · Wᵀ)
 // The top's shape is the bottom's axes before `axis`, then N.
+// GPU: the same products with gpu_gemm; the bias goes in (and its gradient out) through a product
+// with a vector of M ones, a scratch buffer on GPU nets.
 #include <algorithm>
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -20,6 +24,7 @@ class InnerProductLayer : public Layer {
   const char* type() const override { return "InnerProduct"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const InnerProductParameter& p = param_.inner_product_param();
@@ -32,6 +37,7 @@ class InnerProductLayer : public Layer {
     blobs_.push_back(std::make_shared<Blob>(transpose_ ? std::vector<int>{k_, num_output_}
                                                        : std::vector<int>{num_output_, k_}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
+    if (ctx_.device() == Device::kGPU && bias_term_) ones_ = AddScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -44,6 +50,7 @@ class InnerProductLayer : public Layer {
     std::vector<int> shape(x.shape().begin(), x.shape().begin() + axis);
     shape.push_back(num_output_);
     top[0]->Reshape(shape);
+    if (ones_) ones_->Reshape(std::vector<int>{m_});
   }
 
   void InitParams() override {
@@ -89,9 +96,40 @@ class InnerProductLayer : public Layer {
     }
   }
 
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    float* y = top[0]->data();
+    gpu_gemm(ctx_, Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, m_, num_output_, k_, 1.0f,
+             bottom[0]->data(), blobs_[0]->data(), 0.0f, y);
+    if (!bias_term_) return;
+    gpu_set(ctx_, m_, 1.0f, ones_->data());
+    gpu_gemm(ctx_, Trans::kNo, Trans::kNo, m_, num_output_, 1, 1.0f, ones_->data(), blobs_[1]->data(), 1.0f, y);
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* dy = top[0]->diff();
+    const float* x = bottom[0]->data();
+    if (param_propagate_down(0)) {
+      if (transpose_) {
+        gpu_gemm(ctx_, Trans::kYes, Trans::kNo, k_, num_output_, m_, 1.0f, x, dy, 1.0f, blobs_[0]->diff());
+      } else {
+        gpu_gemm(ctx_, Trans::kYes, Trans::kNo, num_output_, k_, m_, 1.0f, dy, x, 1.0f, blobs_[0]->diff());
+      }
+    }
+    if (bias_term_ && param_propagate_down(1)) {  // db += dyᵀ · 1
+      gpu_set(ctx_, m_, 1.0f, ones_->data());
+      gpu_gemv(ctx_, Trans::kYes, m_, num_output_, 1.0f, dy, ones_->data(), 1.0f, blobs_[1]->diff());
+    }
+    if (propagate_down[0]) {
+      gpu_gemm(ctx_, Trans::kNo, transpose_ ? Trans::kYes : Trans::kNo, m_, k_, num_output_, 1.0f, dy,
+               blobs_[0]->data(), 0.0f, bottom[0]->diff());
+    }
+  }
+
  private:
   int num_output_ = 0, axis_ = 1, k_ = 0, m_ = 0;
   bool transpose_ = false, bias_term_ = true;
+  Blob* ones_ = nullptr;  // M ones (GPU nets with a bias only)
 };
 
 CORTADO_REGISTER_LAYER(InnerProduct, InnerProductLayer);

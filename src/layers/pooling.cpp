@@ -10,10 +10,14 @@
 //   AVE: y = Σ window / size, where size counts the window clipped to the *padded* image
 //        (rows up to H + pad_h), so padding counts as zeros. dx += dy / size over the window.
 // A window left empty (possible only without padding when stride > kernel) gives y = 0.
+// GPU: kernels/dense.hpp (pooling.cu), the same windows and arithmetic: forward equals the CPU's bit
+// for bit.
 #include <algorithm>
 #include <cmath>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 
@@ -28,6 +32,7 @@ class PoolingLayer : public Layer {
   int MaxTopBlobs() const override {
     return param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
   }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const PoolingParameter& p = param_.pooling_param();
@@ -141,7 +146,33 @@ class PoolingLayer : public Layer {
     }
   }
 
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const PoolShape s = Shape(*bottom[0]);
+    if (max_) {
+      MaxPoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data(), top.size() > 1 ? top[1]->data() : mask_->data());
+    } else {
+      AvePoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data());
+    }
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const PoolShape s = Shape(*bottom[0]);
+    if (max_) {
+      MaxPoolBackwardGpu(ctx_, s, top[0]->diff(), top.size() > 1 ? top[1]->data() : mask_->data(),
+                         bottom[0]->diff());
+    } else {
+      AvePoolBackwardGpu(ctx_, s, top[0]->diff(), bottom[0]->diff());
+    }
+  }
+
  private:
+  PoolShape Shape(const Blob& x) const {
+    return {static_cast<int64_t>(x.shape(0)) * x.shape(1), height_, width_, out_h_, out_w_, kernel_h_, kernel_w_,
+            pad_h_, pad_w_, stride_h_, stride_w_};
+  }
+
   int OutputSize(const char* axis, int size, int kernel, int pad, int stride) const {
     const float span = static_cast<float>(size + 2 * pad - kernel) / stride;
     const bool ceil_mode = param_.pooling_param().round_mode() == PoolingParameter::CEIL;

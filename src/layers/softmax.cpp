@@ -2,10 +2,13 @@
 // Bottom and top (outer × C × inner), C = shape(axis): y[c] = e^(x[c] − max) / Σ_k e^(x[k] − max),
 // independently for every outer and inner position. Backward: dx = (dy − Σ_c dy·y) · y.
 // Subtracting the max keeps exp from overflowing. In place (top == bottom) works too.
+// GPU: kernels/dense.hpp (softmax.cu); the scratch buffer is used by the CPU code only.
 #include <algorithm>
 #include <cmath>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -16,6 +19,7 @@ class SoftmaxLayer : public Layer {
   const char* type() const override { return "Softmax"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     scale_ = AddScratch();  // per inner position: the max, then 1 / Σ, or Σ dy·y in Backward
@@ -71,6 +75,16 @@ class SoftmaxLayer : public Layer {
         for (int64_t j = 0; j < inner; ++j)
           dx[c * inner + j] = (dy[c * inner + j] - s[j]) * y[c * inner + j];
     }
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    SoftmaxForwardGpu(ctx_, outer_, channels_, inner_, bottom[0]->data(), top[0]->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    SoftmaxBackwardGpu(ctx_, outer_, channels_, inner_, top[0]->data(), top[0]->diff(), bottom[0]->diff());
   }
 
  private:

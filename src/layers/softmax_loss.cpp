@@ -7,11 +7,15 @@
 // normalizer (loss_param.normalization): VALID = positions not ignored (default),
 // FULL = outer·inner, BATCH_SIZE = outer, NONE = 1; at least 1. Legacy `normalize: false` (without
 // `normalization`) means BATCH_SIZE.
+// GPU: the inner Softmax's kernels, then kernels/dense.hpp (softmax_loss.cu), which keep the
+// normalizer on the device and flag a bad label for the host to report as the CPU does.
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -23,6 +27,7 @@ class SoftmaxWithLossLayer : public LossLayer {
   int ExactNumTopBlobs() const override { return -1; }
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
@@ -34,6 +39,7 @@ class SoftmaxWithLossLayer : public LossLayer {
       normalization_ = lp.normalize() ? LossParameter::VALID : LossParameter::BATCH_SIZE;
     // The probabilities go to the second top when there is one, else to a scratch buffer.
     prob_ = top.size() > 1 ? top[1] : AddScratch();
+    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
     LayerParameter inner;
     inner.set_name(name() + "/softmax");
     inner.set_type("Softmax");
@@ -57,6 +63,7 @@ class SoftmaxWithLossLayer : public LossLayer {
                     "score position: scores ", bottom[0]->shape_string(), " (softmax axis ", axis,
                     ") want ", outer_ * inner_, " labels, but the label blob is ",
                     bottom[1]->shape_string());
+    if (work_) work_->Reshape(std::vector<int>{static_cast<int>(kSoftmaxLossWorkFloats)});
   }
 
   std::vector<Scratch> scratch_buffers() const override {
@@ -78,11 +85,7 @@ class SoftmaxWithLossLayer : public LossLayer {
       for (int64_t j = 0; j < inner_; ++j) {
         const int l = static_cast<int>(label[i * inner_ + j]);
         if (has_ignore_label_ && l == ignore_label_) continue;
-        if (l < 0 || l >= channels_) {
-          Fail(Describe(), ": label ", label[i * inner_ + j], " (at position ", i * inner_ + j,
-               ") is outside the valid range [0, ", channels_, "); labels must be class indices",
-               has_ignore_label_ ? " or ignore_label " + std::to_string(ignore_label_) : "");
-        }
+        if (l < 0 || l >= channels_) FailBadLabel(label[i * inner_ + j], i * inner_ + j);
         loss -= std::log(std::max(p[i * dim + l * inner_ + j], FLT_MIN));
         ++valid;
       }
@@ -115,21 +118,49 @@ class SoftmaxWithLossLayer : public LossLayer {
     }
   }
 
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    softmax_bottom_[0] = bottom[0];
+    softmax_->Forward(softmax_bottom_, softmax_top_);
+    float bad_label = 0;
+    const int64_t at = SoftmaxLossForwardGpu(
+        ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(), has_ignore_label_, ignore_label_,
+        normalization_ == LossParameter::VALID, FixedNormalizer(), work_->data(), top[0]->data(), &bad_label);
+    if (at >= 0) FailBadLabel(bad_label, at);
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    SoftmaxLossBackwardGpu(ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(), has_ignore_label_,
+                           ignore_label_, top[0]->diff(), work_->data(), bottom[0]->diff());
+  }
+
  private:
+  // One message for both devices.
+  [[noreturn]] void FailBadLabel(float label, int64_t position) const {
+    Fail(Describe(), ": label ", label, " (at position ", position, ") is outside the valid range [0, ",
+         channels_, "); labels must be class indices",
+         has_ignore_label_ ? " or ignore_label " + std::to_string(ignore_label_) : "");
+  }
+
   double Normalizer() const {
-    double n = 1;
-    switch (normalization_) {
-      case LossParameter::FULL: n = static_cast<double>(outer_ * inner_); break;
-      case LossParameter::VALID: n = static_cast<double>(valid_count_); break;
-      case LossParameter::BATCH_SIZE: n = static_cast<double>(outer_); break;
-      case LossParameter::NONE: n = 1; break;
-    }
+    const double n = normalization_ == LossParameter::VALID ? static_cast<double>(valid_count_) : FixedNormalizer();
     return std::max(n, 1.0);
+  }
+
+  // The normalizer of every mode but VALID (whose count is known only after the forward pass).
+  double FixedNormalizer() const {
+    switch (normalization_) {
+      case LossParameter::FULL: return static_cast<double>(outer_ * inner_);
+      case LossParameter::BATCH_SIZE: return static_cast<double>(outer_);
+      default: return 1;
+    }
   }
 
   std::unique_ptr<Layer> softmax_;
   BlobVec softmax_bottom_, softmax_top_;
   Blob* prob_ = nullptr;
+  Blob* work_ = nullptr;  // GPU nets: the kernels' partial sums, normalizer and bad-label flag
   bool has_ignore_label_ = false;
   int ignore_label_ = 0;
   LossParameter::NormalizationMode normalization_ = LossParameter::VALID;

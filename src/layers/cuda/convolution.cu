@@ -1,0 +1,147 @@
+// convolution.cu — the im2col engine's kernels (kernels/dense.hpp): im2col and col2im for one image
+// in im2col.hpp's layout, and the per-channel bias and its gradient. In a CUDA build without cuDNN it
+// also holds the cuDNN engine's stand-ins, which say that engine is missing.
+#include <cub/block/block_reduce.cuh>
+
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/error.hpp"
+#include "cortado/kernels/dense.hpp"
+
+namespace cortado {
+
+namespace {
+
+// The geometry with the output size worked out on the host (ConvGeometry's functions are host-only).
+struct Geometry {
+  ConvGeometry g;
+  int out_h, out_w;
+};
+
+// One thread per (channel, output row, output column): writes that position's kernel_h·kernel_w
+// column entries, row (c·kernel_h + i)·kernel_w + j of the column matrix, 0 where the tap is in the
+// padding.
+__global__ void Im2ColKernel(int64_t n, Geometry s, const float* image, float* col) {
+  const ConvGeometry& g = s.g;
+  const int64_t hw = static_cast<int64_t>(s.out_h) * s.out_w;
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int ow = static_cast<int>(k % s.out_w), oh = static_cast<int>(k / s.out_w % s.out_h);
+    const int64_t c = k / hw;
+    const float* plane = image + c * g.height * g.width;
+    float* out = col + c * g.kernel_h * g.kernel_w * hw + oh * s.out_w + ow;
+    const int h0 = oh * g.stride_h - g.pad_h, w0 = ow * g.stride_w - g.pad_w;
+    for (int i = 0; i < g.kernel_h; ++i) {
+      const int h = h0 + i * g.dilation_h;
+      for (int j = 0; j < g.kernel_w; ++j, out += hw) {
+        const int w = w0 + j * g.dilation_w;
+        *out = h >= 0 && h < g.height && w >= 0 && w < g.width ? plane[h * g.width + w] : 0.0f;
+      }
+    }
+  }
+}
+
+// One thread per image pixel (c, h, w): the sum of the column entries unrolled from it. Output
+// position (oh, ow) read the pixel through tap (i, j) when h = oh·stride_h − pad_h + i·dilation_h
+// (likewise w), so only outputs in [lo, hi) along each axis can have, and the tap must be a whole
+// multiple of the dilation.
+__global__ void Col2ImKernel(int64_t n, Geometry s, const float* col, float* image) {
+  const ConvGeometry& g = s.g;
+  const int64_t hw = static_cast<int64_t>(s.out_h) * s.out_w;
+  const int extent_h = g.dilation_h * (g.kernel_h - 1) + 1, extent_w = g.dilation_w * (g.kernel_w - 1) + 1;
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int w = static_cast<int>(k % g.width) + g.pad_w, h = static_cast<int>(k / g.width % g.height) + g.pad_h;
+    const int64_t c = k / (static_cast<int64_t>(g.width) * g.height);
+    const int oh_lo = h < extent_h ? 0 : (h - extent_h) / g.stride_h + 1;
+    const int oh_hi = min(h / g.stride_h + 1, s.out_h);
+    const int ow_lo = w < extent_w ? 0 : (w - extent_w) / g.stride_w + 1;
+    const int ow_hi = min(w / g.stride_w + 1, s.out_w);
+    float sum = 0.0f;
+    for (int oh = oh_lo; oh < oh_hi; ++oh) {
+      const int dh = h - oh * g.stride_h;  // i·dilation_h, 0 ≤ dh < extent_h
+      if (dh % g.dilation_h != 0) continue;
+      const int i = dh / g.dilation_h;
+      for (int ow = ow_lo; ow < ow_hi; ++ow) {
+        const int dw = w - ow * g.stride_w;
+        if (dw % g.dilation_w != 0) continue;
+        const int j = dw / g.dilation_w;
+        sum += col[((c * g.kernel_h + i) * g.kernel_w + j) * hw + oh * s.out_w + ow];
+      }
+    }
+    image[k] = sum;
+  }
+}
+
+__global__ void AddChannelBiasKernel(int64_t n, int64_t channels, int64_t spatial, const float* bias, float* y) {
+  CORTADO_KERNEL_LOOP(k, n) y[k] += bias[k / spatial % channels];
+}
+
+// One block per channel.
+__global__ void ChannelBiasGradientKernel(int64_t num, int64_t channels, int64_t spatial, const float* dy,
+                                          float* db) {
+  const int64_t c = blockIdx.x;
+  float sum = 0.0f;
+  for (int64_t n = 0; n < num; ++n) {
+    const float* row = dy + (n * channels + c) * spatial;
+    for (int64_t q = threadIdx.x; q < spatial; q += blockDim.x) sum += row[q];
+  }
+  using Reduce = cub::BlockReduce<float, cuda::kThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const float total = Reduce(storage).Sum(sum);
+  if (threadIdx.x == 0) db[c] += total;
+}
+
+Geometry WithOutputSize(const ConvGeometry& g) { return {g, g.out_h(), g.out_w()}; }
+
+}  // namespace
+
+void Im2ColGpu(Context& ctx, const float* image, const ConvGeometry& g, float* col) {
+  const int64_t n = static_cast<int64_t>(g.channels) * g.out_size();
+  if (n == 0) return;
+  Im2ColKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, WithOutputSize(g), image, col);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* image) {
+  const int64_t n = static_cast<int64_t>(g.channels) * g.height * g.width;
+  if (n == 0) return;
+  Col2ImKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, WithOutputSize(g), col, image);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* bias, float* y) {
+  const int64_t n = num * channels * spatial;
+  if (n == 0) return;
+  AddChannelBiasKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, channels, spatial, bias, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void ChannelBiasGradientGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* dy,
+                            float* db) {
+  if (channels == 0) return;
+  ChannelBiasGradientKernel<<<static_cast<unsigned>(channels), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
+      num, channels, spatial, dy, db);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+#ifndef CORTADO_WITH_CUDNN
+// ---- a CUDA build without cuDNN: the cuDNN engine is missing (convolution.cpp asks first) --------
+namespace {
+[[noreturn]] void NoCudnn() { Fail("this build of Cortado has no cuDNN (rebuild with cuDNN, or use engine: CAFFE)"); }
+}  // namespace
+
+bool BuiltWithCudnn() { return false; }
+CudnnConvolutionPtr CreateCudnnConvolution() { NoCudnn(); }
+size_t CudnnConvolutionReshape(Context&, CudnnConvolution&, int, int, int, const ConvGeometry&, size_t,
+                               const std::string&) {
+  NoCudnn();
+}
+void CudnnConvolutionForward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
+                             void*, size_t) {
+  NoCudnn();
+}
+void CudnnConvolutionBackward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
+                              float*, float*, void*, size_t) {
+  NoCudnn();
+}
+#endif
+
+}  // namespace cortado

@@ -1,0 +1,142 @@
+// pooling.cu — Pooling's kernels (kernels/dense.hpp). Forward: one thread per output, walking its
+// window in pooling.cpp's order with the same arithmetic, so outputs and argmaxes equal the CPU's bit
+// for bit. Backward: one thread per input element gathers, in increasing output order, the outputs
+// whose windows hold it, and writes its gradient (no atomics, no zeroing pass).
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/kernels/dense.hpp"
+
+namespace cortado {
+
+namespace {
+
+// pooling.cpp's Window: output o's input range [*lo, *hi) clipped to the image; returns the window's
+// length clipped to the padded image (AVE's divisor).
+__device__ __forceinline__ int Window(int o, int stride, int pad, int kernel, int size, int* lo, int* hi) {
+  const int start = o * stride - pad;
+  const int end = min(start + kernel, size + pad);
+  *lo = max(start, 0);
+  *hi = min(end, size);
+  return end - start;
+}
+
+// The outputs [*lo, *hi) along one axis whose windows hold input index i (a superset is harmless:
+// MAX checks the mask and AVE's windows are exactly these).
+__device__ __forceinline__ void Outputs(int i, int stride, int pad, int kernel, int out, int* lo, int* hi) {
+  *lo = i + pad < kernel ? 0 : (i + pad - kernel) / stride + 1;
+  *hi = min((i + pad) / stride + 1, out);
+}
+
+__global__ void MaxPoolForwardKernel(int64_t n, PoolShape s, const float* x, float* y, float* mask) {
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
+    const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
+    int h0, h1, w0, w1;
+    Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    float best = 0.0f;
+    int arg = -1;
+    if (h0 < h1 && w0 < w1) {
+      arg = h0 * s.width + w0;
+      best = in[arg];
+      for (int h = h0; h < h1; ++h) {
+        for (int w = w0; w < w1; ++w) {
+          const float v = in[h * s.width + w];
+          if (v > best) {  // the first maximum wins, as on the CPU
+            best = v;
+            arg = h * s.width + w;
+          }
+        }
+      }
+    }
+    y[k] = best;
+    mask[k] = static_cast<float>(arg);
+  }
+}
+
+__global__ void AvePoolForwardKernel(int64_t n, PoolShape s, const float* x, float* y) {
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
+    const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
+    int h0, h1, w0, w1;
+    const int size_h = Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    const int size_w = Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    float sum = 0.0f;
+    for (int h = h0; h < h1; ++h)
+      for (int w = w0; w < w1; ++w) sum += in[h * s.width + w];
+    const bool empty = h0 >= h1 || w0 >= w1;
+    y[k] = empty ? 0.0f : sum / static_cast<float>(size_h * size_w);
+  }
+}
+
+__global__ void MaxPoolBackwardKernel(int64_t n, PoolShape s, const float* dy, const float* mask, float* dx) {
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int w = static_cast<int>(k % s.width), h = static_cast<int>(k / s.width % s.height);
+    const int64_t out_base = k / (static_cast<int64_t>(s.width) * s.height) * s.out_h * s.out_w;
+    const float index = static_cast<float>(h * s.width + w);
+    int ph0, ph1, pw0, pw1;
+    Outputs(h, s.stride_h, s.pad_h, s.kernel_h, s.out_h, &ph0, &ph1);
+    Outputs(w, s.stride_w, s.pad_w, s.kernel_w, s.out_w, &pw0, &pw1);
+    float g = 0.0f;
+    for (int ph = ph0; ph < ph1; ++ph)
+      for (int pw = pw0; pw < pw1; ++pw) {
+        const int64_t q = out_base + ph * s.out_w + pw;
+        if (mask[q] == index) g += dy[q];
+      }
+    dx[k] = g;
+  }
+}
+
+__global__ void AvePoolBackwardKernel(int64_t n, PoolShape s, const float* dy, float* dx) {
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int w = static_cast<int>(k % s.width), h = static_cast<int>(k / s.width % s.height);
+    const int64_t out_base = k / (static_cast<int64_t>(s.width) * s.height) * s.out_h * s.out_w;
+    int ph0, ph1, pw0, pw1;
+    Outputs(h, s.stride_h, s.pad_h, s.kernel_h, s.out_h, &ph0, &ph1);
+    Outputs(w, s.stride_w, s.pad_w, s.kernel_w, s.out_w, &pw0, &pw1);
+    float g = 0.0f;
+    for (int ph = ph0; ph < ph1; ++ph) {
+      int lo, hi;
+      const int size_h = Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &lo, &hi);
+      for (int pw = pw0; pw < pw1; ++pw) {
+        const int size_w = Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &lo, &hi);
+        g += dy[out_base + ph * s.out_w + pw] / static_cast<float>(size_h * size_w);
+      }
+    }
+    dx[k] = g;
+  }
+}
+
+int64_t Outputs(const PoolShape& s) { return s.planes * s.out_h * s.out_w; }
+int64_t Inputs(const PoolShape& s) { return s.planes * s.height * s.width; }
+
+}  // namespace
+
+void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* mask) {
+  const int64_t n = Outputs(s);
+  if (n == 0) return;
+  MaxPoolForwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y, mask);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y) {
+  const int64_t n = Outputs(s);
+  if (n == 0) return;
+  AvePoolForwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, const float* mask, float* dx) {
+  const int64_t n = Inputs(s);
+  if (n == 0) return;
+  MaxPoolBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, dy, mask, dx);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float* dx) {
+  const int64_t n = Inputs(s);
+  if (n == 0) return;
+  AvePoolBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, dy, dx);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+}  // namespace cortado
