@@ -1,18 +1,23 @@
 // trainer.cpp — the command line, in Caffe's shape:
-//   trainer train --solver=S [--weights=a.caffemodel[,b...] | --snapshot=X.solverstate]
-//   trainer test --model=M --weights=W [--iterations=50]
-//   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST]
-//   trainer device_query
+//   trainer train --solver=S [--weights=a.caffemodel[,b...] | --snapshot=X.solverstate] [--gpu=N]
+//   trainer test --model=M --weights=W [--iterations=50] [--gpu=N]
+//   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST] [--gpu=N]
+//   trainer device_query [--gpu=N]
 // A user's mistake ends with one line on stderr and exit code 1 (see tool.hpp).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstdlib>
 #include <iomanip>
 #include <map>
+#include <memory>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
@@ -28,7 +33,9 @@ DEFINE_int32(iterations, 50, "Iterations to run (test, time)");
 DEFINE_string(phase, "TRAIN", "Net phase for time: TRAIN or TEST");
 DEFINE_int32(level, 0, "Net state level, for include/exclude rules");
 DEFINE_string(stage, "", "Comma-separated net state stages, for include/exclude rules");
-DEFINE_string(gpu, "", "GPU ids to use (the GPU path is not implemented yet: nets run on the CPU)");
+DEFINE_string(gpu, "", "The GPU to run on (train, test, time), overriding the solver's solver_mode and "
+              "device_id; 'all' or a list such as 0,1 uses the first (multi-GPU is not implemented yet). "
+              "Without a GPU, runs on the CPU. device_query: the GPUs to describe (default 0)");
 DEFINE_string(sigint_effect, "stop", "On SIGINT or SIGTERM during training: stop (snapshot and exit), snapshot, or none");
 DEFINE_string(sighup_effect, "snapshot", "On SIGHUP during training: snapshot, stop, or none");
 
@@ -44,6 +51,59 @@ std::vector<std::string> SplitCommas(const std::string& text) {
     if (!part.empty()) parts.push_back(part);
   }
   return parts;
+}
+
+// The GPU ids --gpu names ("all": every GPU, at least id 0); empty without --gpu.
+std::vector<int> GpuIdsFromFlag() {
+  std::vector<int> ids;
+  if (FLAGS_gpu.empty()) return ids;
+  if (FLAGS_gpu == "all") {
+    for (int id = 0; id < std::max(cortado::GpuCount(), 1); ++id) ids.push_back(id);
+    return ids;
+  }
+  for (const auto& part : SplitCommas(FLAGS_gpu)) {
+    char* end = nullptr;
+    const long id = std::strtol(part.c_str(), &end, 10);
+    CORTADO_REQUIRE(*end == '\0' && id >= 0 && id < 1024, "--gpu=", FLAGS_gpu,
+                    " is not valid (give a GPU id such as 0, a list such as 0,1, or all)");
+    ids.push_back(static_cast<int>(id));
+  }
+  CORTADO_REQUIRE(!ids.empty(), "--gpu=", FLAGS_gpu,
+                  " names no GPU (give an id such as 0, a list such as 0,1, or all)");
+  return ids;
+}
+
+// The GPU train, test and time use: the first --gpu id (-1 without --gpu).
+int GpuFromFlag() {
+  const std::vector<int> ids = GpuIdsFromFlag();
+  if (ids.empty()) return -1;
+  if (ids.size() > 1 && cortado::GpuCount() > 0)
+    LOG(WARNING) << "--gpu=" << FLAGS_gpu << ": multi-GPU is not implemented yet; using GPU " << ids[0] << " only";
+  return ids[0];
+}
+
+// The device of test and time: --gpu's GPU when there is one, else the CPU (saying so when --gpu asked
+// for a GPU, as the solver does for train).
+std::pair<cortado::Device, int> DeviceFromFlag() {
+  const int gpu = GpuFromFlag();
+  if (gpu < 0) return {cortado::Device::kCPU, 0};
+  if (cortado::GpuCount() == 0) {
+    LOG(INFO) << "--gpu=" << FLAGS_gpu << " but "
+              << (cortado::BuiltWithCuda() ? "no GPU was found" : "this build has no CUDA support")
+              << "; running on the CPU";
+    return {cortado::Device::kCPU, 0};
+  }
+  LOG(INFO) << "Use GPU with device ID " << gpu;
+  return {cortado::Device::kGPU, gpu};
+}
+
+// A net output's values on the host (a GPU's after its queued work, through a copy).
+std::vector<float> HostValues(cortado::Context& ctx, const cortado::Blob& blob) {
+  if (blob.device() == cortado::Device::kGPU) {
+    ctx.Synchronize();
+    return blob.ReadData();
+  }
+  return std::vector<float>(blob.data(), blob.data() + blob.count());
 }
 
 cortado::NetState StateFromFlags(cortado::Phase phase) {
@@ -87,6 +147,35 @@ void InstallSignalHandlers(cortado::Solver* solver) {
   sigaction(SIGHUP, &action, nullptr);
 }
 
+// ---- time's clock --------------------------------------------------------------------------------
+
+// The time points of one forward-backward pass: the host clock on the CPU; on a GPU, CUDA events on
+// the compute stream (one per layer and direction, created once), so a layer's time is the GPU's.
+class PassClock {
+ public:
+  PassClock(cortado::Context& ctx, int marks) : times_(marks) {
+    if (ctx.device() == cortado::Device::kGPU) gpu_ = std::make_unique<cortado::GpuTimeline>(ctx, marks);
+  }
+  void Mark(int i) {
+    if (gpu_) {
+      gpu_->Mark(i);
+    } else {
+      times_[i] = std::chrono::steady_clock::now();
+    }
+  }
+  void Wait() {
+    if (gpu_) gpu_->Wait();
+  }
+  double Ms(int from, int to) const {
+    if (gpu_) return gpu_->Milliseconds(from, to);
+    return std::chrono::duration<double, std::milli>(times_[to] - times_[from]).count();
+  }
+
+ private:
+  std::vector<std::chrono::steady_clock::time_point> times_;
+  std::unique_ptr<cortado::GpuTimeline> gpu_;
+};
+
 // ---- commands ------------------------------------------------------------------------------------
 
 int Train() {
@@ -102,6 +191,11 @@ int Train() {
     CORTADO_REQUIRE(cortado::FileExists(w), "weights file '", w, "' does not exist");
   CORTADO_REQUIRE(FLAGS_snapshot.empty() || cortado::FileExists(FLAGS_snapshot), "snapshot '",
                   FLAGS_snapshot, "' does not exist");
+  const int gpu = GpuFromFlag();
+  if (gpu >= 0) {  // the solver trains on it when there is a GPU, else on the CPU, saying so
+    param.set_solver_mode(cortado::SolverParameter::GPU);
+    param.set_device_id(gpu);
+  }
   cortado::Solver solver(param, FLAGS_solver);
   for (const auto& w : weights) {
     LOG(INFO) << "Finetuning from " << w;
@@ -120,7 +214,8 @@ int Test() {
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(cortado::TEST);
-  cortado::Context ctx(cortado::Device::kCPU);
+  const auto [device, gpu] = DeviceFromFlag();
+  cortado::Context ctx(device, -1, gpu);
   cortado::Net net(param, ctx, FLAGS_model);
   net.AllocateOwnArena();
   for (const auto& w : SplitCommas(FLAGS_weights)) net.CopyTrainedLayersFrom(w);
@@ -131,12 +226,11 @@ int Test() {
     loss += net.Forward();
     size_t k = 0;
     for (size_t o = 0; o < net.output_blobs().size(); ++o) {
-      const cortado::Blob* blob = net.output_blobs()[o];
       const std::string& name = net.blob_names()[net.output_blob_indices()[o]];
-      for (int64_t j = 0; j < blob->count(); ++j, ++k) {
+      for (const float value : HostValues(ctx, *net.output_blobs()[o])) {
         if (scores.size() <= k) scores.push_back(0.0);
-        scores[k] += blob->data()[j];
-        LOG(INFO) << "Batch " << i << ", " << name << " = " << blob->data()[j];
+        scores[k++] += value;
+        LOG(INFO) << "Batch " << i << ", " << name << " = " << value;
       }
     }
   }
@@ -164,7 +258,8 @@ int Time() {
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(phase);
-  cortado::Context ctx(cortado::Device::kCPU);
+  const auto [device, gpu] = DeviceFromFlag();
+  cortado::Context ctx(device, -1, gpu);
   cortado::Net net(param, ctx, FLAGS_model);
   net.AllocateOwnArena();
   const bool backward = phase == cortado::TRAIN;
@@ -179,30 +274,39 @@ int Time() {
     return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
   };
   const auto& layers = net.layers();
+  const int n = static_cast<int>(layers.size());
+  // Marks of one pass: 0 before the first layer, i + 1 after forward of layer i; n + 1 before backward,
+  // n + 1 + (n − i) after backward of layer i.
+  PassClock clock(ctx, 2 * n + 2);
   std::vector<double> forward_ms(layers.size(), 0.0), backward_ms(layers.size(), 0.0);
   double forward_total = 0, backward_total = 0;
   LOG(INFO) << "*** Benchmark begins ***";
   LOG(INFO) << "Testing for " << FLAGS_iterations << " iterations.";
   const auto start = Clock::now();
   for (int it = 0; it < FLAGS_iterations; ++it) {
-    const auto iter_start = Clock::now();
-    for (size_t i = 0; i < layers.size(); ++i) {
-      const auto t = Clock::now();
+    clock.Mark(0);
+    for (int i = 0; i < n; ++i) {
       layers[i]->Forward(net.bottom_vecs()[i], net.top_vecs()[i]);
-      forward_ms[i] += ms_since(t);
+      clock.Mark(i + 1);
     }
-    forward_total += ms_since(iter_start);
-    const auto back_start = Clock::now();
+    clock.Mark(n + 1);
     if (backward) {
-      for (size_t i = layers.size(); i-- > 0;) {
-        const auto t = Clock::now();
+      for (int i = n - 1; i >= 0; --i) {
         if (net.layer_need_backward()[i])
           layers[i]->Backward(net.top_vecs()[i], net.bottom_need_backward()[i], net.bottom_vecs()[i]);
-        backward_ms[i] += ms_since(t);
+        clock.Mark(2 * n + 1 - i);
       }
+    } else {
+      for (int i = n - 1; i >= 0; --i) clock.Mark(2 * n + 1 - i);
     }
-    backward_total += ms_since(back_start);
-    LOG(INFO) << "Iteration: " << it + 1 << " forward-backward time: " << ms_since(iter_start) << " ms.";
+    clock.Wait();
+    for (int i = 0; i < n; ++i) {
+      forward_ms[i] += clock.Ms(i, i + 1);
+      backward_ms[i] += clock.Ms(2 * n - i, 2 * n + 1 - i);
+    }
+    forward_total += clock.Ms(0, n);
+    backward_total += clock.Ms(n + 1, 2 * n + 1);
+    LOG(INFO) << "Iteration: " << it + 1 << " forward-backward time: " << clock.Ms(0, 2 * n + 1) << " ms.";
   }
   const double total = ms_since(start);
   LOG(INFO) << "Average time per layer: ";
@@ -225,6 +329,15 @@ int DeviceQuery() {
   if (!cortado::BuiltWithCuda()) Fail("this build of Cortado has no GPU support (rebuild with CUDA)");
   CORTADO_REQUIRE(count > 0, "no GPU found");
   LOG(INFO) << "GPUs found: " << count;
+  std::vector<int> ids = GpuIdsFromFlag();
+  if (ids.empty()) ids.push_back(0);
+  for (int id : ids) {
+    CORTADO_REQUIRE(id < count, "--gpu: GPU ", id, " does not exist (this machine has ", count, " GPU",
+                    count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
+    LOG(INFO) << "Querying GPUs " << id;
+    std::istringstream lines(cortado::GpuProperties(id));
+    for (std::string line; std::getline(lines, line);) LOG(INFO) << line;
+  }
   return 0;
 }
 

@@ -5,6 +5,7 @@
 //   LmdbWriter       creates a database and fills it (the convert_* tools)
 //   DataTransformer  Datum (uint8 or float C×H×W) → floats, with mean, scale, crop and mirror
 //   DataLayer        type "Data": LMDB records through the BatchPipeline (batch_pipeline.hpp)
+//   BatchUploader    host batches → a GPU net's tops, on the copy stream, ordered by events
 //
 // An LMDB "source" is a directory holding data.mdb and lock.mdb.
 #pragma once
@@ -130,6 +131,34 @@ class DataTransformer {
   std::vector<int> mean_shape_;
 };
 
+// ---- batches to a GPU ----------------------------------------------------------------------------
+
+// The hand-off of host batches to a GPU net's tops (DESIGN.md, "Data"). A data layer writes a batch
+// into the uploader's staging buffers (page-locked host memory, from HostAllocate), and Upload queues
+// cudaMemcpyAsync copies of them to the tops on the context's copy stream — after the compute stream's
+// work queued so far, which may still read the previous batch — records an event, and makes the
+// compute stream wait on it. The host does not wait for the copy; Stage() waits for the previous one
+// before the buffers are written again (it finished long before: the step that read it has run), so
+// a staging buffer is kept until the next Forward. src/data/cuda/batch_copy.cu; a CPU-only build's
+// stub throws.
+class BatchUploader {
+ public:
+  // One staging buffer of floats[i] floats per top. ctx must be a GPU context.
+  BatchUploader(Context& ctx, const std::vector<int64_t>& floats);
+  ~BatchUploader();  // waits for a copy in flight before freeing its buffer
+  BatchUploader(const BatchUploader&) = delete;
+  BatchUploader& operator=(const BatchUploader&) = delete;
+
+  // The staging buffers, once the previous Upload's copies have read them.
+  const std::vector<float*>& Stage();
+  // Queues staging buffer i → device[i] (floats[i] floats each); the compute stream waits for them.
+  void Upload(const std::vector<float*>& device);
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
 // ---- data layers ---------------------------------------------------------------------------------
 
 // The base of the layers fed by a BatchPipeline (Data, ImageData). No bottoms; tops: data
@@ -137,7 +166,8 @@ class DataTransformer {
 // in Open and loads one in Load (the RecordLoader side, called from worker threads). rand_skip skips a
 // uniform random number of records in [0, rand_skip) first; the transform seed is drawn from the
 // context's generator, so a fixed random_seed repeats runs; the reader state makes resume exact.
-// An error while loading (a corrupt record) is rethrown by the next Forward.
+// An error while loading (a corrupt record) is rethrown by the next Forward. On a GPU net Forward
+// takes the batch into a BatchUploader's pinned staging buffers and uploads it to the tops.
 class PipelineDataLayer : public Layer, protected RecordLoader {
  public:
   PipelineDataLayer(const LayerParameter& param, Context& ctx) : Layer(param, ctx) {}
@@ -148,6 +178,7 @@ class PipelineDataLayer : public Layer, protected RecordLoader {
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
+  bool HasGpuImplementation() const override;
 
   // Records handed to the net by Forward so far (the rand_skip records and batches still waiting in
   // the ring are not counted), and the records rand_skip skipped.
@@ -179,6 +210,8 @@ class PipelineDataLayer : public Layer, protected RecordLoader {
 
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
   void StartPipeline(const ReaderState& state);
@@ -190,6 +223,7 @@ class PipelineDataLayer : public Layer, protected RecordLoader {
   uint64_t records_skipped_ = 0;
   double wait_seconds_ = 0;  // Forward's total time waiting for a batch
   std::unique_ptr<BatchPipeline> pipeline_;
+  std::unique_ptr<BatchUploader> uploader_;  // GPU nets only
 };
 
 // Data (DataParameter source, batch_size, backend: LMDB, rand_skip, prefetch, our threads and

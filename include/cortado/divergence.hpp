@@ -5,16 +5,20 @@
 #include <cstdint>
 #include <string>
 
+#include "cortado/context.hpp"
 #include "cortado/net.hpp"
 
 namespace cortado {
 
 // Whether all n values are finite (a vectorised pass; no early exit).
 bool AllFinite(const float* values, int64_t n);
+// The same for values on ctx's device (on a GPU: one reduction, gpu_all_finite, which waits).
+bool AllFinite(Context& ctx, const float* values, int64_t n);
 
 // Where the net's last forward and backward first produced a non-finite value, in the order they ran:
 // a layer's parameters, then each layer's outputs in forward order, then gradients in backward order.
-// "" when every value is finite.
+// "" when every value is finite. Blobs on a GPU are read through host copies: synchronise the net's
+// context first.
 std::string FindNonFinite(const Net& net);
 
 }  // namespace cortado

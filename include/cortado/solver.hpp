@@ -56,7 +56,7 @@ class Solver {
   // "Progress: N/max_iter iterations (P%), ETA ..." on its own line after the display line.
   void LogProgress(double elapsed_s, int iters_done) const;
   // Throws the Error that ends a run whose loss or gradients stopped being finite.
-  [[noreturn]] void StopDiverged(float loss) const;
+  [[noreturn]] void StopDiverged(float loss);
   std::string SnapshotFilename(const std::string& extension) const;
   // The layers with a data reader: train net first, then each test net, in layer order.
   std::vector<Layer*> Readers() const;
@@ -82,5 +82,26 @@ class Solver {
 
 // Reads a solver prototxt (errors name file:line:column).
 SolverParameter ReadSolverParameter(const std::string& path);
+
+// Device time between points of a GPU context's compute stream (trainer time --gpu): Mark(i) records
+// CUDA event i on the stream, so a span measures the GPU's work, not the host's launches. After
+// Wait(), Milliseconds(i, j) is the time from mark i to mark j. The events are created once, here.
+// src/solvers/cuda/gpu_timeline.cu; a CPU-only build's stub throws.
+class GpuTimeline {
+ public:
+  GpuTimeline(Context& ctx, int marks);
+  ~GpuTimeline();
+  GpuTimeline(const GpuTimeline&) = delete;
+  GpuTimeline& operator=(const GpuTimeline&) = delete;
+
+  void Mark(int i);
+  void Wait();  // until the GPU has passed every recorded mark
+  double Milliseconds(int from, int to) const;
+
+ private:
+  struct Events;
+  Context& ctx_;
+  std::unique_ptr<Events> events_;
+};
 
 }  // namespace cortado

@@ -4,13 +4,16 @@
 //
 // All learnable parameters live in one flat data buffer and one flat gradient buffer; a segment is
 // one parameter blob inside them, with its lr_mult and decay_mult. A rule's history is a set of
-// buffers of the same length, indexed like the parameters. Everything here runs on host memory.
+// buffers of the same length, indexed like the parameters. The functions without a Context run on
+// host memory; those taking one run on the context's device (on a GPU: device memory, the same
+// formulas in src/solvers/cuda/update_rules_gpu.cu, queued on the compute stream).
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <vector>
 
+#include "cortado/context.hpp"
 #include "cortado/cortado.pb.h"
 
 namespace cortado {
@@ -67,7 +70,24 @@ float ClipGradients(FlatParams& params, float clip_gradients);
 // Any other regularization_type throws Error.
 void Regularize(FlatParams& params, const SolverParameter& param);
 
+// The same two on ctx's device: the functions above on a CPU context. On a GPU, clipping sums
+// squares with gpu_sumsq once per run of adjacent segments (one run for a Net's flat buffer), waits
+// for the norm, logs the same line and scales each run with gpu_scale; weight decay is one kernel
+// launch over the segment table (update_rules_gpu.cu).
+float ClipGradients(Context& ctx, FlatParams& params, float clip_gradients);
+void Regularize(Context& ctx, FlatParams& params, const SolverParameter& param);
+
 // ---- update rules --------------------------------------------------------------------------------
+
+// What a rule's GPU kernel needs besides the buffers: which formula, and its constants as the rule
+// holds them (the kernel derives 1+μ, 1−μ, 1−β₁, 1−β₂ in float, as the CPU loops do).
+struct UpdateConstants {
+  enum Kind { kSGD, kNesterov, kAdaGrad, kRMSProp, kAdaDelta, kAdam } kind = kSGD;
+  float mu = 0;          // μ of SGD, Nesterov and AdaDelta; ρ of RMSProp; β₁ of Adam
+  float mu2 = 0;         // β₂ of Adam
+  float delta = 0;       // δ, or Adam's ε
+  float correction = 1;  // Adam: √(1−β₂ᵗ)/(1−β₁ᵗ), computed in double and rounded once
+};
 
 // Updates w with the local rate α = rate · lr_mult of each segment, g the (processed) gradient,
 // μ = momentum, δ = delta, and history buffers h (and s, or m and v):
@@ -96,6 +116,27 @@ class UpdateRule {
   // One update of every segment in a single fused pass; history.size() == num_history().
   virtual void Apply(FlatParams& params, const std::vector<float*>& history, float rate,
                      int iter) = 0;
+  // The same update on ctx's device: Apply on a CPU context; on a GPU, params and history are device
+  // memory and the rule's one fused kernel updates every segment (gpu_update).
+  void ApplyOn(Context& ctx, FlatParams& params, const std::vector<float*>& history, float rate, int iter);
+  virtual UpdateConstants constants(int iter) const = 0;
 };
+
+// ---- on a GPU (src/solvers/cuda/update_rules_gpu.cu; a CPU-only build's stubs throw) -------------
+
+// One update of every segment by the rule `c` describes, with the formulas above: one kernel launch
+// per kGpuSegmentsPerLaunch segments (the segment table — offset, count, lr_mult — travels as the
+// kernel's argument; each thread walks the table and strides through every segment). Queued on ctx's
+// compute stream; nothing waits.
+constexpr int kGpuSegmentsPerLaunch = 64;
+void gpu_update(Context& ctx, const UpdateConstants& c, FlatParams& params, const std::vector<float*>& history,
+                float rate);
+// g += λ·w (L2) or g += λ·sign(w) (L1) with λ = weight_decay · decay_mult per segment, segments with
+// λ = 0 skipped: one launch per kGpuSegmentsPerLaunch segments, as gpu_update.
+void gpu_regularize(Context& ctx, FlatParams& params, float weight_decay, bool l1);
+// n floats between host memory and ctx's GPU, in order with the compute stream, waiting for the copy
+// (solver history in and out of snapshots).
+void gpu_download(Context& ctx, int64_t n, const float* device, float* host);
+void gpu_upload(Context& ctx, int64_t n, const float* host, float* device);
 
 }  // namespace cortado

@@ -1,13 +1,17 @@
 // pipeline_data_layer.cpp — PipelineDataLayer: the part every pipelined data layer shares (setup,
-// rand_skip, seeds, Forward through the BatchPipeline, exact-resume state, time spent waiting).
+// rand_skip, seeds, Forward through the BatchPipeline — on a GPU net, into pinned staging buffers
+// uploaded to the tops by a BatchUploader — exact-resume state, time spent waiting).
 #include <glog/logging.h>
 
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"  // BuiltWithCuda
 
 namespace cortado {
 
 PipelineDataLayer::~PipelineDataLayer() = default;
+
+bool PipelineDataLayer::HasGpuImplementation() const { return BuiltWithCuda(); }
 
 void PipelineDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   pipeline_.reset();
@@ -23,6 +27,12 @@ void PipelineDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   LOG(INFO) << "output data size: " << source_.batch_size << "," << shape[0] << "," << shape[1] << ","
             << shape[2] << " (" << source_.threads << " loader threads)";
   StartPipeline({records_skipped_, seed});
+  uploader_.reset();
+  if (ctx_.device() == Device::kGPU) {
+    std::vector<int64_t> floats = {int64_t{source_.batch_size} * shape[0] * shape[1] * shape[2]};
+    if (has_label_top_) floats.push_back(source_.batch_size);
+    uploader_ = std::make_unique<BatchUploader>(ctx_, floats);
+  }
 }
 
 void PipelineDataLayer::StartPipeline(const ReaderState& state) {
@@ -57,6 +67,17 @@ void PipelineDataLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
   CHECK(pipeline_) << Describe() << ": Forward before SetUp";
   wait_seconds_ += pipeline_->Next(top[0]->data(), top.size() > 1 ? top[1]->data() : nullptr);
   position_ = pipeline_->position();
+}
+
+void PipelineDataLayer::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
+  CHECK(pipeline_ && uploader_) << Describe() << ": Forward before SetUp";
+  const std::vector<float*>& staging = uploader_->Stage();
+  const bool label = top.size() > 1;
+  wait_seconds_ += pipeline_->Next(staging[0], label ? staging[1] : nullptr);
+  position_ = pipeline_->position();
+  std::vector<float*> device = {top[0]->data()};
+  if (label) device.push_back(top[1]->data());
+  uploader_->Upload(device);
 }
 
 }  // namespace cortado

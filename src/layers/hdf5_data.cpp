@@ -8,18 +8,23 @@
 // copies the next batch_size rows, going on to the next file at the end of one and back to the first
 // after the last. shuffle: a new file order each pass and a new row order each time a file is read
 // (each pass when there is one file), from a generator seeded from the context's, so a fixed
-// random_seed repeats runs. No bottoms, no backward, CPU only; without libhdf5, an Error at setup.
+// random_seed repeats runs. No bottoms, no backward; without libhdf5, an Error at setup. On a GPU net
+// the rows go into pinned staging buffers that a BatchUploader copies to the tops (data.hpp).
 #include <glog/logging.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <numeric>
 #include <random>
 #include <utility>
+#include <vector>
 
+#include "cortado/data.hpp"  // BatchUploader
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"   // BuiltWithCuda
 #include "cortado/hdf5.hpp"  // HaveHdf5Support, ReadHdf5Datasets
 #include "cortado/io.hpp"    // FileExists
 #include "cortado/layer_registry.hpp"
@@ -42,6 +47,7 @@ class HDF5DataLayer : public Layer {
   const char* type() const override { return "HDF5Data"; }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec&, const BlobVec& top) override {
@@ -58,6 +64,8 @@ class HDF5DataLayer : public Layer {
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override;
   void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override;
+  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
   void ReadList(const std::string& path);
@@ -70,6 +78,8 @@ class HDF5DataLayer : public Layer {
   void Start();
   // Steps to the next row: at the end of a file, to the next file; after the last, back to the first.
   void Advance();
+  // Copies the next batch_size rows into out[i] (host memory, one per top) and advances.
+  void NextBatch(const std::vector<float*>& out);
 
   int batch_size_ = 0;
   bool shuffle_ = false;
@@ -93,6 +103,7 @@ class HDF5DataLayer : public Layer {
   std::vector<Hdf5Dataset> datasets_;  // the file in memory, one per top
   std::vector<int64_t> row_order_;     // its rows in the order Forward hands them out
   size_t row_ = 0;                     // position in row_order_ of the next row
+  std::unique_ptr<BatchUploader> uploader_;  // GPU nets only
 };
 
 void HDF5DataLayer::LayerSetUp(const BlobVec&, const BlobVec& top) {
@@ -114,6 +125,12 @@ void HDF5DataLayer::LayerSetUp(const BlobVec&, const BlobVec& top) {
   seed_ = shuffle_ ? ctx_.rng()() : 0;
   position_ = 0;
   Start();
+  uploader_.reset();
+  if (ctx_.device() == Device::kGPU) {
+    std::vector<int64_t> floats;
+    for (int64_t size : row_size_) floats.push_back(size * batch_size_);
+    uploader_ = std::make_unique<BatchUploader>(ctx_, floats);
+  }
 }
 
 void HDF5DataLayer::Start() {
@@ -227,16 +244,29 @@ void HDF5DataLayer::Advance() {
   }
 }
 
-void HDF5DataLayer::Forward_cpu(const BlobVec&, const BlobVec& top) {
+void HDF5DataLayer::NextBatch(const std::vector<float*>& out) {
   position_ += static_cast<uint64_t>(batch_size_);
   for (int n = 0; n < batch_size_; ++n) {
     const int64_t row = row_order_[row_];
-    for (size_t i = 0; i < top.size(); ++i) {
+    for (size_t i = 0; i < out.size(); ++i) {
       const int64_t size = row_size_[i];
-      std::memcpy(top[i]->data() + n * size, datasets_[i].values.data() + row * size, size * sizeof(float));
+      std::memcpy(out[i] + n * size, datasets_[i].values.data() + row * size, size * sizeof(float));
     }
     Advance();
   }
+}
+
+void HDF5DataLayer::Forward_cpu(const BlobVec&, const BlobVec& top) {
+  std::vector<float*> out;
+  for (Blob* blob : top) out.push_back(blob->data());
+  NextBatch(out);
+}
+
+void HDF5DataLayer::Forward_gpu(const BlobVec&, const BlobVec& top) {
+  NextBatch(uploader_->Stage());
+  std::vector<float*> device;
+  for (Blob* blob : top) device.push_back(blob->data());
+  uploader_->Upload(device);
 }
 
 }  // namespace

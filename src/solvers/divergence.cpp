@@ -1,9 +1,12 @@
-// divergence.cpp — scans a net's blobs for the first non-finite value after a step went wrong.
+// divergence.cpp — scans a net's blobs for the first non-finite value after a step went wrong (GPU
+// blobs through host copies).
 #include "cortado/divergence.hpp"
 
 #include <cmath>
+#include <vector>
 
 #include "cortado/layer.hpp"
+#include "cortado/math_gpu.hpp"
 
 namespace cortado {
 
@@ -15,10 +18,25 @@ bool AllFinite(const float* values, int64_t n) {
   return sum == 0.0f;
 }
 
+bool AllFinite(Context& ctx, const float* values, int64_t n) {
+  if (ctx.device() == Device::kGPU) return gpu_all_finite(ctx, n, values);
+  return AllFinite(values, n);
+}
+
 namespace {
 
-bool DataFinite(const Blob& blob) { return AllFinite(blob.data(), blob.count()); }
-bool DiffFinite(const Blob& blob) { return !blob.has_diff() || AllFinite(blob.diff(), blob.count()); }
+bool HostFinite(const std::vector<float>& values) {
+  return AllFinite(values.data(), static_cast<int64_t>(values.size()));
+}
+bool DataFinite(const Blob& blob) {
+  if (blob.device() == Device::kGPU) return HostFinite(blob.ReadData());
+  return AllFinite(blob.data(), blob.count());
+}
+bool DiffFinite(const Blob& blob) {
+  if (!blob.has_diff()) return true;
+  if (blob.device() == Device::kGPU) return HostFinite(blob.ReadDiff());
+  return AllFinite(blob.diff(), blob.count());
+}
 
 std::string LayerName(const Layer& layer) {
   return "layer '" + layer.name() + "' (" + layer.type() + ")";

@@ -1,11 +1,15 @@
 // regularize.cpp — gradient processing before the update: global L2-norm clipping and L2 / L1 weight
-// decay, segment by segment over the flat buffers.
+// decay, segment by segment over the flat buffers, on the host or (given a GPU context) on the GPU.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "cortado/error.hpp"          // CORTADO_REQUIRE
+#include "cortado/math_gpu.hpp"       // gpu_sumsq, gpu_scale
 #include "cortado/update_rules.hpp"   // FlatParams, ClipGradients, Regularize
 
 namespace cortado {
@@ -26,6 +30,35 @@ double SumSquares(const float* x, int64_t n) {
   return total;
 }
 
+// Whether regularization_type asks for L1 (else L2); throws for an unknown type.
+bool IsL1(const SolverParameter& param) {
+  const std::string& type = param.regularization_type();
+  const bool l1 = type == "L1";
+  CORTADO_REQUIRE(l1 || type == "L2", "solver: unknown regularization_type \"", type,
+                  "\" (known types: L2, L1)");
+  return l1;
+}
+
+void LogClipping(float norm, float clip_gradients, float scale) {
+  LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << norm << " > " << clip_gradients
+            << ") by scale factor " << scale;
+}
+
+// The segments as runs of adjacent elements {offset, count}: one run for a Net's flat buffer, where
+// the parameters lie end to end.
+std::vector<std::pair<int64_t, int64_t>> Runs(const FlatParams& params) {
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (const ParamSegment& s : params.segments) {
+    if (s.count == 0) continue;
+    if (!runs.empty() && runs.back().first + runs.back().second == s.offset) {
+      runs.back().second += s.count;
+    } else {
+      runs.push_back({s.offset, s.count});
+    }
+  }
+  return runs;
+}
+
 }  // namespace
 
 float ClipGradients(FlatParams& params, float clip_gradients) {
@@ -35,8 +68,7 @@ float ClipGradients(FlatParams& params, float clip_gradients) {
   const float norm = static_cast<float>(std::sqrt(sumsq));
   if (norm > clip_gradients) {
     const float scale = clip_gradients / norm;
-    LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << norm << " > "
-              << clip_gradients << ") by scale factor " << scale;
+    LogClipping(norm, clip_gradients, scale);
     for (const ParamSegment& s : params.segments) {
       float* __restrict g = params.diff + s.offset;
       for (int64_t i = 0; i < s.count; ++i) g[i] *= scale;
@@ -46,10 +78,7 @@ float ClipGradients(FlatParams& params, float clip_gradients) {
 }
 
 void Regularize(FlatParams& params, const SolverParameter& param) {
-  const std::string& type = param.regularization_type();
-  const bool l1 = type == "L1";
-  CORTADO_REQUIRE(l1 || type == "L2", "solver: unknown regularization_type \"", type,
-                  "\" (known types: L2, L1)");
+  const bool l1 = IsL1(param);
   for (const ParamSegment& s : params.segments) {
     const float decay = param.weight_decay() * s.decay_mult;
     if (decay == 0) continue;
@@ -62,6 +91,29 @@ void Regularize(FlatParams& params, const SolverParameter& param) {
       for (int64_t i = 0; i < s.count; ++i) g[i] += decay * w[i];
     }
   }
+}
+
+float ClipGradients(Context& ctx, FlatParams& params, float clip_gradients) {
+  if (ctx.device() == Device::kCPU) return ClipGradients(params, clip_gradients);
+  if (clip_gradients < 0) return -1.0f;
+  const auto runs = Runs(params);
+  constexpr int64_t kChunk = int64_t{1} << 30;  // cuBLAS counts in int
+  double sumsq = 0;                              // each gpu_sumsq waits for its sum
+  for (const auto& [offset, count] : runs)
+    for (int64_t done = 0; done < count; done += kChunk)
+      sumsq += gpu_sumsq(ctx, std::min(kChunk, count - done), params.diff + offset + done);
+  const float norm = static_cast<float>(std::sqrt(sumsq));
+  if (norm > clip_gradients) {
+    const float scale = clip_gradients / norm;
+    LogClipping(norm, clip_gradients, scale);
+    for (const auto& [offset, count] : runs) gpu_scale(ctx, count, scale, params.diff + offset);
+  }
+  return norm;
+}
+
+void Regularize(Context& ctx, FlatParams& params, const SolverParameter& param) {
+  if (ctx.device() == Device::kCPU) return Regularize(params, param);
+  gpu_regularize(ctx, params, param.weight_decay(), IsL1(param));
 }
 
 }  // namespace cortado

@@ -1,5 +1,7 @@
 // solver.cpp — the training loop: nets and memory at setup, then iterations of test / forward-backward
-// / display / update / snapshot, with Caffe's log lines.
+// / display / update / snapshot, with Caffe's log lines. On a GPU context every step stays on the
+// device; the host reads numbers only for the loss, the finiteness check, clipping's norm, display
+// and test outputs, and snapshots.
 #include "cortado/solver.hpp"
 
 #include <glog/logging.h>
@@ -16,21 +18,33 @@
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
 #include "cortado/update_rules.hpp"
 
 namespace cortado {
 
 namespace {
 
+// solver_mode GPU trains on GPU device_id when there is a GPU (the trainer's --gpu sets both), else
+// on the CPU, saying so.
 Device ChooseDevice(const SolverParameter& param) {
   if (param.solver_mode() != SolverParameter::GPU) return Device::kCPU;
   if (GpuCount() == 0) {
     LOG(INFO) << "solver_mode is GPU but " << (BuiltWithCuda() ? "no GPU was found" : "this build has no CUDA support")
               << "; training on the CPU";
-  } else {
-    LOG(INFO) << "solver_mode is GPU but the GPU path is not implemented yet; training on the CPU";
+    return Device::kCPU;
   }
-  return Device::kCPU;
+  LOG(INFO) << "Training on GPU " << param.device_id();
+  return Device::kGPU;
+}
+
+// The values of a blob of ctx's net on the host (GPU blobs: after the queued work, through a copy).
+std::vector<float> HostValues(Context& ctx, const Blob& blob) {
+  if (blob.device() == Device::kGPU) {
+    ctx.Synchronize();
+    return blob.ReadData();
+  }
+  return std::vector<float>(blob.data(), blob.data() + blob.count());
 }
 
 NetParameter ReadNetParameter(const std::string& path) {
@@ -58,7 +72,9 @@ SolverParameter ReadSolverParameter(const std::string& path) {
 }
 
 Solver::Solver(const SolverParameter& param, const std::string& solver_path)
-    : param_(param), solver_path_(solver_path), ctx_(ChooseDevice(param), param.random_seed()) {
+    : param_(param),
+      solver_path_(solver_path),
+      ctx_(ChooseDevice(param), param.random_seed(), param.device_id()) {
   rule_ = UpdateRule::Create(param_);
   LearningRate(param_, 0);  // validates the policy and its fields before any work
   InitTrainNet();
@@ -74,7 +90,13 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path)
   arena_ = plan.Allocate();
   net_->Initialize();
   for (auto& test_net : test_nets_) test_net->Initialize();
-  for (float* h : history_) cpu_set(net_->param_count(), 0.0f, h);
+  for (float* h : history_) {
+    if (ctx_.device() == Device::kGPU) {
+      gpu_set(ctx_, net_->param_count(), 0.0f, h);
+    } else {
+      cpu_set(net_->param_count(), 0.0f, h);
+    }
+  }
   LOG(INFO) << "Solver scaffolding done.";
 }
 
@@ -204,7 +226,7 @@ void Solver::Step(int iters) {
       net_->Backward();
     }
     loss /= iter_size;
-    if (!std::isfinite(loss) || !AllFinite(net_->param_diff(), net_->param_count())) StopDiverged(loss);
+    if (!std::isfinite(loss) || !AllFinite(ctx_, net_->param_diff(), net_->param_count())) StopDiverged(loss);
     UpdateSmoothedLoss(loss, start_iter);
     if (display) {
       const auto now = std::chrono::steady_clock::now();
@@ -216,13 +238,13 @@ void Solver::Step(int iters) {
       last_display_iter = iter_;
       int score_index = 0;
       for (int id : net_->output_blob_indices()) {
-        const Blob* blob = net_->blob_by_name(net_->blob_names()[id]);
+        const std::vector<float> values = HostValues(ctx_, *net_->blob_by_name(net_->blob_names()[id]));
         const float weight = net_->blob_loss_weights()[id];
-        for (int64_t k = 0; k < blob->count(); ++k) {
+        for (const float value : values) {
           std::ostringstream loss_msg;
-          if (weight != 0) loss_msg << " (* " << weight << " = " << weight * blob->data()[k] << " loss)";
+          if (weight != 0) loss_msg << " (* " << weight << " = " << weight * value << " loss)";
           LOG(INFO) << "    Train net output #" << score_index++ << ": " << net_->blob_names()[id]
-                    << " = " << blob->data()[k] << loss_msg.str();
+                    << " = " << value << loss_msg.str();
         }
       }
       const double wait = DataWaitSeconds();
@@ -269,7 +291,8 @@ void Solver::LogProgress(double elapsed_s, int iters_done) const {
   LOG(INFO) << line.str();
 }
 
-void Solver::StopDiverged(float loss) const {
+void Solver::StopDiverged(float loss) {
+  ctx_.Synchronize();
   std::string where = FindNonFinite(*net_);
   if (where.empty()) where = "the gradients overflowed";
   Fail(solver_path_, ": training diverged at iteration ", iter_, " (loss = ", loss, "): ", where,
@@ -289,10 +312,16 @@ void Solver::ApplyUpdate() {
     offset += learnable[k]->count();
   }
   const int iter_size = std::max(param_.iter_size(), 1);
-  if (iter_size > 1) cpu_scale(flat.count, 1.0f / iter_size, flat.diff);
-  if (param_.clip_gradients() >= 0) ClipGradients(flat, param_.clip_gradients());
-  Regularize(flat, param_);
-  rule_->Apply(flat, history_, rate, iter_);
+  if (iter_size > 1) {
+    if (ctx_.device() == Device::kGPU) {
+      gpu_scale(ctx_, flat.count, 1.0f / iter_size, flat.diff);
+    } else {
+      cpu_scale(flat.count, 1.0f / iter_size, flat.diff);
+    }
+  }
+  if (param_.clip_gradients() >= 0) ClipGradients(ctx_, flat, param_.clip_gradients());
+  Regularize(ctx_, flat, param_);
+  rule_->ApplyOn(ctx_, flat, history_, rate, iter_);
 }
 
 void Solver::TestAll() {
@@ -310,9 +339,9 @@ void Solver::Test(int id) {
     if (param_.test_compute_loss()) loss += iter_loss;
     size_t k = 0;
     for (const Blob* blob : net.output_blobs()) {
-      for (int64_t j = 0; j < blob->count(); ++j, ++k) {
+      for (const float value : HostValues(ctx_, *blob)) {
         if (scores.size() <= k) scores.push_back(0.0);
-        scores[k] += blob->data()[j];
+        scores[k++] += value;
       }
     }
   }
@@ -348,6 +377,7 @@ std::string Solver::Snapshot() {
   const char* format = hdf5 ? "HDF5 file " : "binary proto file ";
   const std::string model = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
   LOG(INFO) << "Snapshotting to " << format << model;
+  ctx_.Synchronize();  // a GPU's last update may still be running: the copies below read its results
   NetParameter net_param;
   net_->ToProto(&net_param, param_.snapshot_diff());
   if (hdf5) {
@@ -362,8 +392,14 @@ std::string Solver::Snapshot() {
   state.set_iter(iter_);
   state.set_learned_net(model);
   state.set_current_step(CurrentStep(param_, std::max(iter_ - 1, 0)));
-  // History, one BlobProto per learnable parameter, buffer by buffer.
+  // History, one BlobProto per learnable parameter, buffer by buffer (a GPU's through a host copy).
+  std::vector<float> host;
   for (float* h : history_) {
+    if (ctx_.device() == Device::kGPU) {
+      host.resize(static_cast<size_t>(net_->param_count()));
+      gpu_download(ctx_, net_->param_count(), h, host.data());
+      h = host.data();
+    }
     int64_t offset = 0;
     for (const Blob* p : net_->learnable_params()) {
       BlobProto* proto = state.add_history();
@@ -386,6 +422,7 @@ std::string Solver::Snapshot() {
 }
 
 void Solver::Restore(const std::string& path) {
+  ctx_.Synchronize();  // nothing queued on a GPU may still write what is about to be replaced
   SolverState state;
   if (IsHdf5Path(path)) {
     state = ReadSolverStateFromHdf5(path);
@@ -406,15 +443,22 @@ void Solver::Restore(const std::string& path) {
   CORTADO_REQUIRE(state.history_size() == expected, path, ": holds ", state.history_size(),
                   " history blobs but this ", rule_->type(), " solver on this net needs ", expected);
   int index = 0;
+  std::vector<float> host;  // a GPU's history is assembled here, then copied
   for (float* h : history_) {
+    float* target = h;
+    if (ctx_.device() == Device::kGPU) {
+      host.assign(static_cast<size_t>(net_->param_count()), 0.0f);
+      target = host.data();
+    }
     int64_t offset = 0;
     for (const Blob* p : net_->learnable_params()) {
       const BlobProto& proto = state.history(index++);
       CORTADO_REQUIRE(proto.data_size() == p->count(), path, ": history blob ", index - 1, " holds ",
                       proto.data_size(), " values but its parameter has ", p->count());
-      std::copy(proto.data().begin(), proto.data().end(), h + offset);
+      std::copy(proto.data().begin(), proto.data().end(), target + offset);
       offset += p->count();
     }
+    if (ctx_.device() == Device::kGPU) gpu_upload(ctx_, net_->param_count(), host.data(), h);
   }
   if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
   RestoreReaders(state, path);

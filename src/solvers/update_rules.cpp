@@ -1,5 +1,6 @@
 // update_rules.cpp — the six update rules (SGD, Nesterov, AdaGrad, RMSProp, AdaDelta, Adam), each one
-// fused element-wise loop per parameter segment, and the factory that picks one by name.
+// fused element-wise loop per parameter segment, and the factory that picks one by name. On a GPU
+// context ApplyOn hands the rule's constants to its kernel (cuda/update_rules_gpu.cu).
 // Formulas: include/cortado/update_rules.hpp. Each loop keeps Caffe's order of float operations.
 #include <glog/logging.h>
 
@@ -12,6 +13,12 @@
 namespace cortado {
 
 namespace {
+
+// Adam's bias correction √(1−β₂ᵗ)/(1−β₁ᵗ) at t = iter + 1, in double, rounded once.
+float AdamCorrection(float beta1, float beta2, int iter) {
+  const double t = iter + 1.0;
+  return static_cast<float>(std::sqrt(1.0 - std::pow(double{beta2}, t)) / (1.0 - std::pow(double{beta1}, t)));
+}
 
 // Calls kernel(n, w, g, h0, h1, α) on each segment; h1 is null for one-buffer rules. The kernels take
 // __restrict pointers: weights, gradients and history are disjoint buffers.
@@ -32,6 +39,7 @@ class SGDRule : public UpdateRule {
   explicit SGDRule(const SolverParameter& p) : mu_(p.momentum()) {}
   const char* type() const override { return "SGD"; }
   int num_history() const override { return 1; }
+  UpdateConstants constants(int) const override { return {UpdateConstants::kSGD, mu_}; }
   void Apply(FlatParams& params, const std::vector<float*>& history, float rate, int) override {
     const float mu = mu_;
     ForEachSegment(*this, params, history, rate,
@@ -55,6 +63,7 @@ class NesterovRule : public UpdateRule {
   explicit NesterovRule(const SolverParameter& p) : mu_(p.momentum()) {}
   const char* type() const override { return "Nesterov"; }
   int num_history() const override { return 1; }
+  UpdateConstants constants(int) const override { return {UpdateConstants::kNesterov, mu_}; }
   void Apply(FlatParams& params, const std::vector<float*>& history, float rate, int) override {
     const float mu = mu_, one_plus_mu = 1.0f + mu_;
     ForEachSegment(*this, params, history, rate,
@@ -80,6 +89,7 @@ class AdaGradRule : public UpdateRule {
   explicit AdaGradRule(const SolverParameter& p) : delta_(p.delta()) {}
   const char* type() const override { return "AdaGrad"; }
   int num_history() const override { return 1; }
+  UpdateConstants constants(int) const override { return {UpdateConstants::kAdaGrad, 0, 0, delta_}; }
   void Apply(FlatParams& params, const std::vector<float*>& history, float rate, int) override {
     const float delta = delta_;
     ForEachSegment(*this, params, history, rate,
@@ -105,6 +115,7 @@ class RMSPropRule : public UpdateRule {
   explicit RMSPropRule(const SolverParameter& p) : rho_(p.rms_decay()), delta_(p.delta()) {}
   const char* type() const override { return "RMSProp"; }
   int num_history() const override { return 1; }
+  UpdateConstants constants(int) const override { return {UpdateConstants::kRMSProp, rho_, 0, delta_}; }
   void Apply(FlatParams& params, const std::vector<float*>& history, float rate, int) override {
     const float rho = rho_, one_minus_rho = 1.0f - rho_, delta = delta_;
     ForEachSegment(*this, params, history, rate,
@@ -131,6 +142,7 @@ class AdaDeltaRule : public UpdateRule {
   explicit AdaDeltaRule(const SolverParameter& p) : mu_(p.momentum()), delta_(p.delta()) {}
   const char* type() const override { return "AdaDelta"; }
   int num_history() const override { return 2; }
+  UpdateConstants constants(int) const override { return {UpdateConstants::kAdaDelta, mu_, 0, delta_}; }
   void Apply(FlatParams& params, const std::vector<float*>& history, float rate, int) override {
     const float mu = mu_, one_minus_mu = 1.0f - mu_, delta = delta_;
     ForEachSegment(*this, params, history, rate,
@@ -159,11 +171,12 @@ class AdamRule : public UpdateRule {
       : beta1_(p.momentum()), beta2_(p.momentum2()), eps_(p.delta()) {}
   const char* type() const override { return "Adam"; }
   int num_history() const override { return 2; }
+  UpdateConstants constants(int iter) const override {
+    return {UpdateConstants::kAdam, beta1_, beta2_, eps_, AdamCorrection(beta1_, beta2_, iter)};
+  }
   void Apply(FlatParams& params, const std::vector<float*>& history, float rate,
              int iter) override {
-    const double t = iter + 1.0;
-    const float correction = static_cast<float>(std::sqrt(1.0 - std::pow(double{beta2_}, t)) /
-                                                (1.0 - std::pow(double{beta1_}, t)));
+    const float correction = AdamCorrection(beta1_, beta2_, iter);
     const float b1 = beta1_, b2 = beta2_, c1 = 1.0f - beta1_, c2 = 1.0f - beta2_, eps = eps_;
     ForEachSegment(*this, params, history, rate,
                    [=](int64_t n, float* __restrict w, float* __restrict g, float* __restrict m,
@@ -208,6 +221,13 @@ std::string RuleName(const SolverParameter& p) {
 }
 
 }  // namespace
+
+void UpdateRule::ApplyOn(Context& ctx, FlatParams& params, const std::vector<float*>& history, float rate,
+                         int iter) {
+  if (ctx.device() == Device::kCPU) return Apply(params, history, rate, iter);
+  CHECK_EQ(static_cast<int>(history.size()), num_history()) << type() << " history";
+  gpu_update(ctx, constants(iter), params, history, rate);
+}
 
 std::unique_ptr<UpdateRule> UpdateRule::Create(const SolverParameter& p) {
   const std::string name = RuleName(p);

@@ -1,10 +1,11 @@
 // trainer_cli_test.cpp — the trainer's command line: --help, unknown flags, the progress line, the
 // output of `trainer test` and `trainer time`, fine-tuning from several weight files (the later
-// file wins for a layer both hold; solver.weights too), and snapshot_diff.
+// file wins for a layer both hold; solver.weights too), snapshot_diff, and --gpu without a GPU.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "cortado/gpu.hpp"
 #include "cortado/io.hpp"
 #include "test_util.hpp"
 
@@ -168,6 +169,27 @@ TEST(TrainerCli, SnapshotDiffWritesTheGradientsToo) {
     }
   }
   EXPECT_EQ(blobs, 4);
+}
+
+TEST(TrainerCli, GpuFlagRejectsBadIdsAndFallsBackToTheCpuWithoutAGpu) {
+  const std::string dir = TempDir();
+  for (const char* bad : {"x", "0,y", "-1", ","}) {
+    const auto r = RunCommand(ToolPath("trainer") + " time --gpu=" + bad + " --model=" + WriteNet(dir));
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_EQ(CountLines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find("--gpu="), std::string::npos) << r.err;
+  }
+  if (GpuCount() > 0) GTEST_SKIP() << "this machine has a GPU: tests/gpu/training_gpu_test.cpp runs --gpu on it";
+  const auto train = RunCommand(ToolPath("trainer") + " train --gpu=0 --solver=" + WriteSolver(dir, "max_iter: 2"));
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_NE(train.err.find("; training on the CPU"), std::string::npos) << train.err;
+  const auto time = RunCommand(ToolPath("trainer") + " time --gpu=all --model=" + WriteNet(dir) + " --iterations=1");
+  ASSERT_EQ(time.exit_code, 0) << time.err;
+  EXPECT_NE(time.err.find("; running on the CPU"), std::string::npos) << time.err;
+  EXPECT_NE(time.err.find("*** Benchmark ends ***"), std::string::npos) << time.err;
+  const auto query = RunCommand(ToolPath("trainer") + " device_query --gpu=0");
+  EXPECT_EQ(query.exit_code, 1);
+  EXPECT_EQ(CountLines(query.err), 1) << query.err;
 }
 
 }  // namespace cortado::test

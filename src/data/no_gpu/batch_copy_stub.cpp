@@ -1,0 +1,21 @@
+// batch_copy_stub.cpp — BatchUploader in a CPU-only build: there is no GPU to upload to (no GPU
+// context can exist here, so none is reached in practice).
+#include "cortado/data.hpp"
+#include "cortado/error.hpp"
+
+namespace cortado {
+
+struct BatchUploader::State {};
+
+namespace {
+[[noreturn]] void NoGpu() {
+  Fail("[BatchUploader] this build of Cortado has no GPU support (rebuild with the CUDA toolkit)");
+}
+}  // namespace
+
+BatchUploader::BatchUploader(Context&, const std::vector<int64_t>&) { NoGpu(); }
+BatchUploader::~BatchUploader() = default;
+const std::vector<float*>& BatchUploader::Stage() { NoGpu(); }
+void BatchUploader::Upload(const std::vector<float*>&) { NoGpu(); }
+
+}  // namespace cortado

@@ -1,0 +1,283 @@
+// training_gpu_test.cpp — training end to end on the GPU: the data layers hand the CPU's batches to
+// the GPU (Data, HDF5Data); a small deterministic net (LMDB data, InnerProduct, ReLU, SoftmaxWithLoss,
+// no dropout) trains with the CPU's loss sequence for every solver type, with clipping, weight decay
+// and iter_size; training steps allocate no device memory; snapshots of a GPU run load on the CPU and
+// the other way round, history included; LeNet reaches Caffe's accuracy on MNIST through
+// `trainer train --gpu=0`; `trainer test`, `time` and `device_query` run on the GPU.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+
+#include "cortado/data.hpp"
+#include "cortado/hdf5.hpp"
+#include "cortado/io.hpp"
+#include "cortado/solver.hpp"
+#include "gpu_compare.hpp"
+
+namespace cortado::test {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string DataLayer(const std::string& lmdb, const char* phase, int batch) {
+  std::ostringstream out;
+  out << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: " << phase << " }\n"
+      << "  transform_param { scale: 0.00390625 }\n"
+      << "  data_param { source: '" << lmdb << "' batch_size: " << batch << " backend: LMDB } }\n";
+  return out.str();
+}
+
+// The tiny net of these tests (26 records: the epochs wrap inside batches), written into dir once.
+std::string WriteTinyNet(const std::string& dir) {
+  const std::string lmdb = dir + "/images_lmdb";
+  const std::string path = dir + "/tiny.prototxt";
+  if (fs::exists(path)) return path;
+  WriteRandomImageLmdb(lmdb, 26, 1, 6, 4, 11);
+  std::ofstream(path) << "name: 'tiny'\n" << DataLayer(lmdb, "TRAIN", 8) << DataLayer(lmdb, "TEST", 5) << R"(
+layer { name: "ip1" type: "InnerProduct" bottom: "data" top: "ip1"
+        inner_product_param { num_output: 16 weight_filler { type: "xavier" } bias_filler { type: "constant" value: 0.1 } } }
+layer { name: "relu" type: "ReLU" bottom: "ip1" top: "ip1" }
+layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2" inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "acc" type: "Accuracy" bottom: "ip2" bottom: "label" top: "accuracy" include { phase: TEST } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+)";
+  return path;
+}
+
+SolverParameter TinySolver(const std::string& dir, const std::string& type, bool gpu, const std::string& name) {
+  SolverParameter param;
+  const bool no_momentum = type == "AdaGrad" || type == "RMSProp";
+  ReadProtoFromTextString(std::string("base_lr: 0.05 lr_policy: 'step' gamma: 0.5 stepsize: 4 momentum: ") +
+                              (no_momentum ? "0" : "0.9") +
+                              " momentum2: 0.999 delta: 1e-6 weight_decay: 0.001 clip_gradients: 2 iter_size: 2 "
+                              "max_iter: 100 display: 3 random_seed: 17 test_iter: 2 test_interval: 4 "
+                              "snapshot_after_train: false",
+                          &param);
+  param.set_type(type);
+  param.set_net(WriteTinyNet(dir));
+  param.set_solver_mode(gpu ? SolverParameter::GPU : SolverParameter::CPU);
+  param.set_snapshot_prefix(dir + "/" + name);
+  return param;
+}
+
+// Every learnable parameter of the train net, concatenated, on the host.
+std::vector<float> Weights(Solver& solver) {
+  solver.context().Synchronize();
+  std::vector<float> all;
+  for (const Blob* p : solver.net()->learnable_params()) {
+    const std::vector<float> values = p->ReadData();
+    all.insert(all.end(), values.begin(), values.end());
+  }
+  return all;
+}
+
+// The history values a .solverstate holds, in order.
+std::vector<float> History(const std::string& solverstate) {
+  SolverState state;
+  ReadProtoFromBinaryFile(solverstate, &state);
+  std::vector<float> all;
+  for (const BlobProto& h : state.history()) all.insert(all.end(), h.data().begin(), h.data().end());
+  return all;
+}
+
+// The CPU solver's current weights copied into the GPU solver's net.
+void CopyWeights(Solver& from, Solver& to) {
+  NetParameter weights;
+  from.net()->ToProto(&weights);
+  to.net()->CopyTrainedLayersFrom(weights);
+}
+
+// The last n characters of a log (for failure messages).
+std::string Tail(const std::string& text, size_t n = 3000) {
+  return text.size() > n ? text.substr(text.size() - n) : text;
+}
+
+}  // namespace
+
+// ---- data to the GPU -----------------------------------------------------------------------------
+
+TEST(DataGpu, DataLayerBatchesEqualTheCpus) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  WriteTinyNet(dir);
+  const std::string text = "name: 'data' type: 'Data' top: 'data' top: 'label' phase: TRAIN "
+                           "transform_param { scale: 0.5 crop_size: 4 mirror: true } "
+                           "data_param { source: '" + dir + "/images_lmdb' batch_size: 7 backend: LMDB rand_skip: 5 }";
+  LayerFixture cpu(text, {}, 2, 3, Device::kCPU);
+  LayerFixture gpu(text, {}, 2, 3, Device::kGPU);
+  EXPECT_TRUE(gpu.layer().HasGpuImplementation());
+  for (int batch = 0; batch < 6; ++batch) {  // 42 records of 26: the epoch wraps, staging is reused
+    cpu.Forward();
+    gpu.Forward();
+    gpu.ctx().Synchronize();
+    EXPECT_EQ(gpu.top(0).ReadData(), cpu.top(0).ReadData()) << "batch " << batch;
+    EXPECT_EQ(gpu.top(1).ReadData(), cpu.top(1).ReadData()) << "batch " << batch;
+  }
+  EXPECT_EQ(gpu.layer().reader_state().position, cpu.layer().reader_state().position);
+}
+
+TEST(DataGpu, Hdf5DataBatchesEqualTheCpus) {
+  SKIP_WITHOUT_GPU();
+  if (!HaveHdf5Support()) GTEST_SKIP() << "this build has no HDF5";
+  if (RunCommand("/usr/bin/python3 -c 'import h5py'").exit_code != 0) GTEST_SKIP() << "no h5py";
+  const std::string dir = TempDir();
+  const auto made = RunCommand("/usr/bin/python3 " + SourceDir() + "/tests/layers/hdf5_data_files.py " + dir +
+                               "/a.h5 data:f4:5x3:0 label:f4:5:100 " + dir + "/b.h5 data:f4:4x3:50 label:f4:4:200");
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  WriteFile(dir + "/list.txt", dir + "/a.h5\n" + dir + "/b.h5\n");
+  const std::string text = "name: 'd' type: 'HDF5Data' top: 'data' top: 'label' hdf5_data_param { source: '" + dir +
+                           "/list.txt' batch_size: 4 shuffle: true }";
+  LayerFixture cpu(text, {}, 2, 5, Device::kCPU);
+  LayerFixture gpu(text, {}, 2, 5, Device::kGPU);
+  for (int batch = 0; batch < 5; ++batch) {  // across both files and around
+    cpu.Forward();
+    gpu.Forward();
+    gpu.ctx().Synchronize();
+    EXPECT_EQ(gpu.top(0).ReadData(), cpu.top(0).ReadData()) << "batch " << batch;
+    EXPECT_EQ(gpu.top(1).ReadData(), cpu.top(1).ReadData()) << "batch " << batch;
+  }
+}
+
+// ---- training ------------------------------------------------------------------------------------
+
+class TrainingGpu : public testing::TestWithParam<std::string> {};
+
+TEST_P(TrainingGpu, LossSequenceAndWeightsFollowTheCpus) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  Solver cpu(TinySolver(dir, GetParam(), false, "cpu"));
+  Solver gpu(TinySolver(dir, GetParam(), true, "gpu"));
+  ASSERT_EQ(gpu.context().device(), Device::kGPU);
+  ASSERT_EQ(cpu.context().device(), Device::kCPU);
+  CopyWeights(cpu, gpu);  // the same fillers and seed give the same weights; this makes sure
+  ExpectNear(Weights(gpu), Weights(cpu), 0.0f, "initial weights");
+  for (int i = 0; i < 10; ++i) {
+    cpu.Step(1);
+    gpu.Step(1);
+    EXPECT_NEAR(gpu.smoothed_loss(), cpu.smoothed_loss(), 1e-4f * std::max(1.0f, std::fabs(cpu.smoothed_loss())))
+        << "iteration " << i;
+  }
+  ExpectNear(Weights(gpu), Weights(cpu), 1e-4f, "weights after 10 steps");
+  cpu.TestAll();
+  gpu.TestAll();
+  ExpectNear(gpu.last_test_scores(0), cpu.last_test_scores(0), 1e-4f, "test scores");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, TrainingGpu,
+                         testing::Values("SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"));
+
+TEST(TrainingGpuMemory, StepsAllocateNoDeviceMemory) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  SolverParameter param = TinySolver(dir, "Adam", true, "gpu");
+  param.set_snapshot(5);  // snapshots, tests and displays inside the steps
+  Solver solver(param);
+  solver.Step(1);
+  const int64_t before = GpuAllocationCount();
+  solver.Step(10);
+  EXPECT_EQ(GpuAllocationCount(), before) << "a training step allocated device memory";
+  EXPECT_EQ(solver.iter(), 11);
+}
+
+class TrainingGpuSnapshots : public testing::TestWithParam<std::string> {};
+
+TEST_P(TrainingGpuSnapshots, GpuSnapshotsLoadOnTheCpuAndCpuSnapshotsOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  // GPU → CPU: the same weights and history, and the runs go on alike.
+  Solver gpu(TinySolver(dir, GetParam(), true, "gpu"));
+  gpu.Step(5);
+  const std::string gpu_state = gpu.Snapshot();
+  Solver cpu(TinySolver(dir, GetParam(), false, "cpu"));
+  cpu.Restore(gpu_state);
+  EXPECT_EQ(cpu.iter(), 5);
+  EXPECT_EQ(Weights(cpu), Weights(gpu));
+  const std::string cpu_state = cpu.Snapshot();
+  EXPECT_EQ(History(cpu_state), History(gpu_state));
+  EXPECT_FALSE(History(gpu_state).empty());
+  gpu.Step(3);
+  cpu.Step(3);
+  ExpectNear(Weights(gpu), Weights(cpu), 1e-4f, "weights 3 steps after the GPU snapshot");
+
+  // CPU → GPU.
+  const std::string cpu_state_8 = cpu.Snapshot();
+  Solver gpu2(TinySolver(dir, GetParam(), true, "gpu2"));
+  gpu2.Restore(cpu_state_8);
+  EXPECT_EQ(gpu2.iter(), 8);
+  EXPECT_EQ(Weights(gpu2), Weights(cpu));
+  EXPECT_EQ(History(gpu2.Snapshot()), History(cpu_state_8));
+  gpu2.Step(3);
+  cpu.Step(3);
+  ExpectNear(Weights(gpu2), Weights(cpu), 1e-4f, "weights 3 steps after the CPU snapshot");
+}
+
+INSTANTIATE_TEST_SUITE_P(Solvers, TrainingGpuSnapshots, testing::Values("SGD", "Adam"));
+
+// ---- the trainer ---------------------------------------------------------------------------------
+
+TEST(TrainerGpu, TrainTestTimeAndDeviceQueryRunOnTheGpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  const std::string net = WriteTinyNet(dir);
+  SolverParameter param = TinySolver(dir, "SGD", false, "tiny");  // CPU in the file; --gpu overrides
+  param.set_max_iter(12);
+  param.set_snapshot_after_train(true);
+  WriteProtoToTextFile(param, dir + "/solver.prototxt");
+  const std::string trainer = ToolPath("trainer");
+
+  const auto train = RunCommand(trainer + " train --gpu=0,1 --solver=" + dir + "/solver.prototxt");
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_NE(train.err.find("multi-GPU is not implemented yet; using GPU 0 only"), std::string::npos) << train.err;
+  EXPECT_NE(train.err.find("Training on GPU 0"), std::string::npos) << train.err;
+  EXPECT_NE(train.err.find("] Iteration 12, Testing net (#0)"), std::string::npos) << train.err;
+  ASSERT_TRUE(FileExists(dir + "/tiny_iter_12.caffemodel"));
+
+  const auto test = RunCommand(trainer + " test --gpu=0 --model=" + net + " --weights=" + dir +
+                               "/tiny_iter_12.caffemodel --iterations=3");
+  ASSERT_EQ(test.exit_code, 0) << test.err;
+  for (const char* line : {"Use GPU with device ID 0", "] Batch 2, accuracy = ", "] Loss: ", "] accuracy = "})
+    EXPECT_NE(test.err.find(line), std::string::npos) << line << "\n" << test.err;
+
+  const auto time = RunCommand(trainer + " time --gpu=0 --model=" + net + " --iterations=3");
+  ASSERT_EQ(time.exit_code, 0) << time.err;
+  for (const char* line : {"Use GPU with device ID 0", "Iteration: 3 forward-backward time: ", "ip1\tforward: ",
+                           "ip2\tbackward: ", "Average Forward-Backward: ", "*** Benchmark ends ***"})
+    EXPECT_NE(time.err.find(line), std::string::npos) << line << "\n" << time.err;
+
+  const auto query = RunCommand(trainer + " device_query --gpu=0");
+  ASSERT_EQ(query.exit_code, 0) << query.err;
+  EXPECT_NE(query.err.find("Compute capability:"), std::string::npos) << query.err;
+  const auto missing = RunCommand(trainer + " device_query --gpu=999");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(CountLines(missing.err), 1) << missing.err;
+}
+
+// Caffe's LeNet recipe (models/mnist/lenet_solver.prototxt, 10,000 iterations) on the GPU.
+TEST(TrainerGpu, LeNetReachesCaffesAccuracyOnMnist) {
+  SKIP_WITHOUT_GPU();
+  const std::string root = SourceDir();
+  for (const char* file : {"/data/mnist/mnist_train_lmdb/data.mdb", "/data/mnist/mnist_test_lmdb/data.mdb"})
+    ASSERT_TRUE(fs::exists(root + file)) << root + file << " is missing: scripts/test.sh prepares MNIST";
+  const std::string dir = TempDir();
+  SolverParameter param = ReadSolverParameter(root + "/models/mnist/lenet_solver.prototxt");
+  param.set_snapshot(0);
+  param.set_snapshot_after_train(false);
+  param.set_snapshot_prefix(dir + "/lenet");
+  param.set_random_seed(1);
+  param.set_display(1000);
+  WriteProtoToTextFile(param, dir + "/lenet_solver.prototxt");
+  const auto train = RunCommand("cd " + root + " && " + ToolPath("trainer") + " train --gpu=0 --solver=" + dir +
+                                "/lenet_solver.prototxt");
+  ASSERT_EQ(train.exit_code, 0) << Tail(train.err);
+  EXPECT_NE(train.err.find("Training on GPU 0"), std::string::npos);
+  EXPECT_NE(train.err.find("] Iteration 10000, Testing net (#0)"), std::string::npos);
+  EXPECT_GE(LastLoggedValue(train.err, "accuracy", "Test net output #[0-9]+: "), 0.985) << Tail(train.err);
+}
+
+}  // namespace cortado::test
