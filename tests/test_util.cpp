@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <sys/wait.h>
 
@@ -120,6 +121,35 @@ std::string WriteDatumLmdb(const std::string& path, int channels, int height, in
   }
   writer.Finish();
   return path;
+}
+
+std::string WriteRandomImageLmdb(const std::string& path, int count, int channels, int size, int classes,
+                                 uint32_t seed) {
+  LmdbWriter db(path, "test");
+  std::mt19937 rng(seed);
+  for (int i = 0; i < count; ++i) {
+    Datum datum;
+    datum.set_channels(channels);
+    datum.set_height(size);
+    datum.set_width(size);
+    std::string pixels(static_cast<size_t>(channels) * size * size, '\0');
+    for (char& p : pixels) p = static_cast<char>(rng() % 256);
+    datum.set_data(pixels);
+    datum.set_label(i % classes);
+    char key[16];
+    std::snprintf(key, sizeof(key), "%08d", i);
+    db.Put(key, datum.SerializeAsString());
+  }
+  db.Finish();
+  return path;
+}
+
+double LastLoggedValue(const std::string& log, const std::string& name, const std::string& prefix) {
+  const std::regex line(prefix + name + " = ([0-9.eE+-]+)");
+  double value = -1;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
+    value = std::stod((*it)[1].str());
+  return value;
 }
 
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean, float std) {

@@ -46,6 +46,16 @@ std::string ReadFile(const std::string& path);
 std::string WriteDatumLmdb(const std::string& path, int channels, int height, int width,
                            const std::vector<int>& labels);
 
+// An LMDB of `count` random channels×size×size byte images (generator seeded with `seed`) with labels
+// i % classes, keys "%08d". Returns path.
+std::string WriteRandomImageLmdb(const std::string& path, int count, int channels, int size, int classes,
+                                 uint32_t seed);
+
+// The value in the last line of `log` that reads "<name> = <value>" after `prefix` (e.g. "] " for
+// trainer test's "accuracy = 0.98", or "Test net output #[0-9]+: " for the solver's test lines; a
+// regex); -1 when there is none.
+double LastLoggedValue(const std::string& log, const std::string& name, const std::string& prefix = "\\] ");
+
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 1.0f);
 void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
 

@@ -14,15 +14,6 @@ namespace cortado::test {
 
 namespace {
 
-// The value of the last "] <name> = <value>" line of a log.
-double LastLoggedValue(const std::string& log, const std::string& name) {
-  const std::regex line("\\] " + name + " = ([0-9.eE+-]+)");
-  double value = -1;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
-    value = std::stod((*it)[1].str());
-  return value;
-}
-
 }  // namespace
 
 TEST(OpenCvDnn, LoadsCortadosLeNetAndScoresMnistLikeTrainerTest) {

@@ -66,14 +66,6 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
   return solver;
 }
 
-double FinalAccuracy(const std::string& log) {
-  const std::regex line("Test net output #[0-9]+: accuracy = ([0-9.eE+-]+)");
-  double value = -1;
-  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it)
-    value = std::stod((*it)[1].str());
-  return value;
-}
-
 }  // namespace
 
 TEST(EncodedTraining, PlainAndEncodedConversionsTrainToTheSameAccuracy) {
@@ -98,9 +90,9 @@ TEST(EncodedTraining, PlainAndEncodedConversionsTrainToTheSameAccuracy) {
                                       WriteSolver(dir, "encoded", dir + "/encoded_lmdb", 2));
   ASSERT_EQ(encoded_run.exit_code, 0) << encoded_run.err;
 
-  const double plain_accuracy = FinalAccuracy(plain_run.err);
+  const double plain_accuracy = LastLoggedValue(plain_run.err, "accuracy", "Test net output #[0-9]+: ");
   EXPECT_GT(plain_accuracy, 0.9) << "the shapes should be easy to tell apart\n" << plain_run.err;
-  EXPECT_EQ(FinalAccuracy(encoded_run.err), plain_accuracy);
+  EXPECT_EQ(LastLoggedValue(encoded_run.err, "accuracy", "Test net output #[0-9]+: "), plain_accuracy);
   // The weights, blob by blob (the files differ where the layers name their sources).
   NetParameter plain_weights, encoded_weights;
   ReadProtoFromBinaryFile(dir + "/plain_iter_150.caffemodel", &plain_weights);

@@ -26,26 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// An LMDB of `count` 1×12×12 byte images with labels 0..4, keys %08d.
-void WriteImageLmdb(const std::string& path, int count) {
-  LmdbWriter db(path, "test");
-  std::mt19937 rng(7);
-  for (int i = 0; i < count; ++i) {
-    Datum datum;
-    datum.set_channels(1);
-    datum.set_height(12);
-    datum.set_width(12);
-    std::string pixels(144, '\0');
-    for (char& p : pixels) p = static_cast<char>(rng() % 256);
-    datum.set_data(pixels);
-    datum.set_label(i % 5);
-    char key[16];
-    std::snprintf(key, sizeof(key), "%08d", i);
-    db.Put(key, datum.SerializeAsString());
-  }
-  db.Finish();
-}
-
 std::string DataLayer(const std::string& lmdb, const char* phase, int batch, const char* transform) {
   std::ostringstream out;
   out << "layer { name: 'data' type: 'Data' top: 'data' top: 'label' include { phase: " << phase << " }\n"
@@ -66,7 +46,7 @@ struct Schedule {
 std::string WriteResumeSolver(const std::string& dir, const std::string& name, const std::string& type,
                               const Schedule& schedule) {
   const std::string lmdb = dir + "/images_lmdb";
-  if (!fs::exists(lmdb)) WriteImageLmdb(lmdb, 37);
+  if (!fs::exists(lmdb)) WriteRandomImageLmdb(lmdb, 37, 1, 12, 5, 7);
   const std::string net_path = dir + "/net.prototxt";
   std::ofstream(net_path) << "name: 'resume'\n"
                           << DataLayer(lmdb, "TRAIN", 8, "crop_size: 10 mirror: true")
