@@ -16,9 +16,12 @@ bool BuiltWithCuda();
 // The arena's device memory: one cudaMalloc, zeroed. Throws Error (out of GPU memory) when impossible.
 void* GpuAllocate(size_t bytes);
 void GpuFree(void* pointer);
-// Device allocations made so far by this process (every one goes through GpuAllocate, and cuDNN and
-// cuBLAS get their workspaces from the arena): a test checks that training steps add none.
+// Device allocations made so far through GpuAllocate (the arena; cuDNN's workspaces are carved from
+// it). cuBLAS keeps a small workspace of its own, made when its handle is first used; so the test that
+// steps allocate nothing also watches the device's free memory (GpuFreeMemory) across steps.
 int64_t GpuAllocationCount();
+// Free memory on the current device, in bytes, as the driver reports it.
+size_t GpuFreeMemory();
 
 // Copies `bytes` between any two of host and device memory, after all queued GPU work, and waits for
 // the copy (unified addressing tells the direction). For set-up, snapshots and the numbers a person reads — never

@@ -26,7 +26,7 @@ void gpu_copy(Context& ctx, int64_t n, const float* x, float* y);
 void gpu_set(Context& ctx, int64_t n, float value, float* y);
 float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y);  // waits for the result
 float gpu_asum(Context& ctx, int64_t n, const float* x);                 // Σ|x|, waits
-float gpu_sumsq(Context& ctx, int64_t n, const float* x);                // Σx², waits
+double gpu_sumsq(Context& ctx, int64_t n, const float* x);               // Σx² (in double: no overflow), waits
 
 void gpu_add(Context& ctx, int64_t n, const float* a, const float* b, float* y);  // y = a + b
 void gpu_sub(Context& ctx, int64_t n, const float* a, const float* b, float* y);  // y = a − b

@@ -100,6 +100,7 @@ measure "JPEG 256x256, crop 227 + mirror" "$jpeg_lmdb" 32 \
 # ---- LeNet: the share of the step spent waiting for data ---------------------------------------
 solver="$work/lenet_wait_solver.prototxt"
 sed -e 's/^max_iter:.*/max_iter: 1000/' -e 's/^snapshot:.*/snapshot: 0/' -e 's/^test_interval:.*/test_interval: 100000/' \
+    -e 's/^solver_mode:.*/solver_mode: CPU/' \
     -e "s|^snapshot_prefix:.*|snapshot_prefix: \"$work/lenet_wait\"|" models/mnist/lenet_solver.prototxt >"$solver"
 echo "snapshot_after_train: false" >>"$solver"
 echo "test_initialization: false" >>"$solver"

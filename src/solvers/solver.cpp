@@ -100,7 +100,15 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path)
   LOG(INFO) << "Solver scaffolding done.";
 }
 
-Solver::~Solver() = default;
+// The arena goes before the nets: let a GPU finish what it was doing with them first (a batch copy
+// or kernel still in flight after an error).
+Solver::~Solver() {
+  try {
+    ctx_.Synchronize();
+  } catch (const Error&) {
+    // an earlier CUDA error: nothing more to wait for
+  }
+}
 
 void Solver::InitTrainNet() {
   const int sources = param_.has_train_net() + param_.has_train_net_param() + param_.has_net() +

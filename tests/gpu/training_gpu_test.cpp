@@ -155,8 +155,8 @@ TEST_P(TrainingGpu, LossSequenceAndWeightsFollowTheCpus) {
   Solver gpu(TinySolver(dir, GetParam(), true, "gpu"));
   ASSERT_EQ(gpu.context().device(), Device::kGPU);
   ASSERT_EQ(cpu.context().device(), Device::kCPU);
-  CopyWeights(cpu, gpu);  // the same fillers and seed give the same weights; this makes sure
-  ExpectNear(Weights(gpu), Weights(cpu), 0.0f, "initial weights");
+  ExpectNear(Weights(gpu), Weights(cpu), 0.0f, "initial weights (the same fillers and seed)");
+  CopyWeights(cpu, gpu);
   for (int i = 0; i < 10; ++i) {
     cpu.Step(1);
     gpu.Step(1);
@@ -180,8 +180,10 @@ TEST(TrainingGpuMemory, StepsAllocateNoDeviceMemory) {
   Solver solver(param);
   solver.Step(1);
   const int64_t before = GpuAllocationCount();
+  const size_t free_before = GpuFreeMemory();
   solver.Step(10);
   EXPECT_EQ(GpuAllocationCount(), before) << "a training step allocated device memory";
+  EXPECT_EQ(GpuFreeMemory(), free_before) << "device memory was taken during the steps (a library's own allocation?)";
   EXPECT_EQ(solver.iter(), 11);
 }
 

@@ -17,11 +17,13 @@ struct GpuResources {
   ~GpuResources();
   GpuResources(const GpuResources&) = delete;
   GpuResources& operator=(const GpuResources&) = delete;
+  void Release();  // destroys the handles and streams created so far
 
   int device = 0;
   cudaStream_t compute = nullptr;
   cudaStream_t copy = nullptr;
   cublasHandle_t cublas = nullptr;
+  unsigned int* finite_counter = nullptr;  // mapped pinned host memory for gpu_all_finite
 #ifdef CORTADO_WITH_CUDNN
   cudnnHandle_t cudnn = nullptr;
 #endif

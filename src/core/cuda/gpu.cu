@@ -68,13 +68,22 @@ void* GpuAllocate(size_t bytes) {
     Fail("out of GPU memory: cudaMalloc(", bytes, " bytes) failed: ", cudaGetErrorString(status));
   }
   ++allocations;
-  CORTADO_CUDA_CHECK(cudaMemset(pointer, 0, bytes));  // the arena starts zeroed, as on the host
+  // The arena starts zeroed, as on the host. The memset runs on the legacy stream, which the contexts'
+  // non-blocking streams do not wait for: finish it before any of their work can touch the memory.
+  CORTADO_CUDA_CHECK(cudaMemset(pointer, 0, bytes));
+  CORTADO_CUDA_CHECK(cudaDeviceSynchronize());
   return pointer;
 }
 
 void GpuFree(void* pointer) { cudaFree(pointer); }
 
 int64_t GpuAllocationCount() { return allocations.load(); }
+
+size_t GpuFreeMemory() {
+  size_t free = 0, total = 0;
+  CORTADO_CUDA_CHECK(cudaMemGetInfo(&free, &total));
+  return free;
+}
 
 void GpuCopy(void* destination, const void* source, size_t bytes) {
   if (bytes == 0) return;
@@ -117,26 +126,38 @@ GpuResources::GpuResources(int device_id) : device(device_id) {
   CORTADO_REQUIRE(device_id >= 0 && device_id < count, "GPU ", device_id, " does not exist (this machine has ",
                   count, " GPU", count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
   CORTADO_CUDA_CHECK(cudaSetDevice(device_id));
-  CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
-  CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
-  CORTADO_CUBLAS_CHECK(cublasCreate(&cublas));
-  CORTADO_CUBLAS_CHECK(cublasSetStream(cublas, compute));
-  // Results of reductions (dot, asum, nrm2) come back to the host: the Blob-level API waits for them.
-  CORTADO_CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
+  try {
+    CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+    CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
+    CORTADO_CUBLAS_CHECK(cublasCreate(&cublas));
+    CORTADO_CUBLAS_CHECK(cublasSetStream(cublas, compute));
+    // Results of reductions (dot, asum, nrm2) come back to the host: the Blob-level API waits for them.
+    CORTADO_CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
+    CORTADO_CUDA_CHECK(cudaHostAlloc(&finite_counter, sizeof(unsigned int), cudaHostAllocMapped));
 #ifdef CORTADO_WITH_CUDNN
-  CORTADO_CUDNN_CHECK(cudnnCreate(&cudnn));
-  CORTADO_CUDNN_CHECK(cudnnSetStream(cudnn, compute));
+    CORTADO_CUDNN_CHECK(cudnnCreate(&cudnn));
+    CORTADO_CUDNN_CHECK(cudnnSetStream(cudnn, compute));
 #endif
+  } catch (...) {
+    Release();  // what was created before the failure; the destructor does not run
+    throw;
+  }
 }
 
-// Destruction ignores errors: it may run while an earlier CUDA error unwinds.
-GpuResources::~GpuResources() {
+GpuResources::~GpuResources() { Release(); }
+
+// Ignores errors: it may run while an earlier CUDA error unwinds.
+void GpuResources::Release() {
 #ifdef CORTADO_WITH_CUDNN
   if (cudnn != nullptr) cudnnDestroy(cudnn);
+  cudnn = nullptr;
 #endif
   if (cublas != nullptr) cublasDestroy(cublas);
+  if (finite_counter != nullptr) cudaFreeHost(finite_counter);
+  finite_counter = nullptr;
   if (copy != nullptr) cudaStreamDestroy(copy);
   if (compute != nullptr) cudaStreamDestroy(compute);
+  cublas = nullptr, copy = nullptr, compute = nullptr;
 }
 
 std::shared_ptr<GpuResources> CreateGpuResources(int device_id) {

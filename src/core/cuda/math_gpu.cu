@@ -68,6 +68,7 @@ void Binary(Context& ctx, int64_t n, const float* a, const float* b, float* y) {
 
 void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) {
+  if (m == 0 || n == 0) return;  // nothing to write (and cuBLAS rejects leading dimensions of 0)
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: swap the operands.
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
@@ -77,6 +78,7 @@ void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, f
 
 void gpu_gemv(Context& ctx, Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
               float* y) {
+  if (m == 0 || n == 0) return;
   // Row-major A (M×N) is column-major Aᵀ (N×M): flip the transpose.
   const cublasOperation_t op = trans_a == Trans::kNo ? CUBLAS_OP_T : CUBLAS_OP_N;
   CORTADO_CUBLAS_CHECK(cublasSgemv(cuda::Resources(ctx).cublas, op, n, m, &alpha, a, n, x, 1, &beta, y, 1));
@@ -128,10 +130,10 @@ float gpu_asum(Context& ctx, int64_t n, const float* x) {
   return result;
 }
 
-float gpu_sumsq(Context& ctx, int64_t n, const float* x) {
+double gpu_sumsq(Context& ctx, int64_t n, const float* x) {
   float norm = 0;
   if (n > 0) CORTADO_CUBLAS_CHECK(cublasSnrm2(cuda::Resources(ctx).cublas, AsInt(n), x, 1, &norm));
-  return norm * norm;
+  return static_cast<double>(norm) * norm;  // squared in double: a norm above ~1.8e19 stays finite
 }
 
 void gpu_add(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kAdd>(ctx, n, a, b, y); }
@@ -153,9 +155,10 @@ void gpu_sign(Context& ctx, int64_t n, const float* x, float* y) {
 
 bool gpu_all_finite(Context& ctx, int64_t n, const float* x) {
   if (n == 0) return true;
-  // A counter in pinned host memory the kernel writes through (mapped), read after the stream drains.
-  static thread_local unsigned int* counter = nullptr;
-  if (counter == nullptr) CORTADO_CUDA_CHECK(cudaHostAlloc(&counter, sizeof(unsigned int), cudaHostAllocMapped));
+  // The context's counter in mapped pinned host memory: the kernel writes through it, the host reads
+  // it after the stream drains.
+  GpuResources& gpu = cuda::Resources(ctx);
+  unsigned int* counter = gpu.finite_counter;
   *counter = 0;
   unsigned int* device_counter = nullptr;
   CORTADO_CUDA_CHECK(cudaHostGetDevicePointer(&device_counter, counter, 0));

@@ -16,6 +16,7 @@ bool BuiltWithCuda() { return false; }
 void* GpuAllocate(size_t) { NoCuda(); }
 void GpuFree(void*) {}
 int64_t GpuAllocationCount() { return 0; }
+size_t GpuFreeMemory() { return 0; }
 void GpuCopy(void*, const void*, size_t) { NoCuda(); }
 std::string GpuProperties(int) { NoCuda(); }
 std::shared_ptr<GpuResources> CreateGpuResources(int) { NoCuda(); }

@@ -19,7 +19,7 @@ void gpu_copy(Context&, int64_t, const float*, float*) { NoCuda(); }
 void gpu_set(Context&, int64_t, float, float*) { NoCuda(); }
 float gpu_dot(Context&, int64_t, const float*, const float*) { NoCuda(); }
 float gpu_asum(Context&, int64_t, const float*) { NoCuda(); }
-float gpu_sumsq(Context&, int64_t, const float*) { NoCuda(); }
+double gpu_sumsq(Context&, int64_t, const float*) { NoCuda(); }
 void gpu_add(Context&, int64_t, const float*, const float*, float*) { NoCuda(); }
 void gpu_sub(Context&, int64_t, const float*, const float*, float*) { NoCuda(); }
 void gpu_mul(Context&, int64_t, const float*, const float*, float*) { NoCuda(); }

@@ -72,7 +72,8 @@ __global__ void MaxPoolBackwardKernel(int64_t n, PoolShape s, const float* dy, c
   CORTADO_KERNEL_LOOP(k, n) {
     const int w = static_cast<int>(k % s.width), h = static_cast<int>(k / s.width % s.height);
     const int64_t out_base = k / (static_cast<int64_t>(s.width) * s.height) * s.out_h * s.out_w;
-    const float index = static_cast<float>(h * s.width + w);
+    // Compared as integers, as the CPU does: above 2^24 pixels neighbouring indices share a float.
+    const int64_t index = static_cast<int64_t>(h) * s.width + w;
     int ph0, ph1, pw0, pw1;
     Outputs(h, s.stride_h, s.pad_h, s.kernel_h, s.out_h, &ph0, &ph1);
     Outputs(w, s.stride_w, s.pad_w, s.kernel_w, s.out_w, &pw0, &pw1);
@@ -80,7 +81,7 @@ __global__ void MaxPoolBackwardKernel(int64_t n, PoolShape s, const float* dy, c
     for (int ph = ph0; ph < ph1; ++ph)
       for (int pw = pw0; pw < pw1; ++pw) {
         const int64_t q = out_base + ph * s.out_w + pw;
-        if (mask[q] == index) g += dy[q];
+        if (mask[q] >= 0 && static_cast<int64_t>(mask[q]) == index) g += dy[q];
       }
     dx[k] = g;
   }

@@ -55,22 +55,31 @@ const char* NameOf(const char* const (&names)[N], int algo) {
 }
 
 // The first of cuDNN's ranked candidates that succeeded, runs without tensor-core math, and needs at
-// most `limit` bytes of workspace (asked again for the exact size); else `fallback`, algorithm 0,
-// which works for every shape with no or little workspace.
+// most `limit` bytes of workspace (asked again for the exact size). When none fits, the successful
+// candidate with the smallest workspace, if that fits; else an Error naming the layer.
 template <typename Perf, typename Algo, typename WorkspaceOf>
 Algo Choose(const std::vector<Perf>& ranked, int count, Algo fallback, size_t limit, WorkspaceOf workspace_of,
-            size_t* bytes) {
+            size_t* bytes, const std::string& who) {
+  bool found = false;
+  Algo smallest = fallback;
+  size_t smallest_bytes = 0;
   for (int i = 0; i < count; ++i) {
     const Perf& p = ranked[i];
     if (p.status != CUDNN_STATUS_SUCCESS) continue;
-    if (p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
     size_t need = 0;
-    if (workspace_of(p.algo, &need) != CUDNN_STATUS_SUCCESS || need > limit) continue;
-    *bytes = need;
-    return p.algo;
+    if (workspace_of(p.algo, &need) != CUDNN_STATUS_SUCCESS) continue;
+    const bool tensor_ops = p.mathType == CUDNN_TENSOR_OP_MATH || p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
+    if (!tensor_ops && need <= limit) {
+      *bytes = need;
+      return p.algo;
+    }
+    if (!tensor_ops && (!found || need < smallest_bytes)) found = true, smallest = p.algo, smallest_bytes = need;
   }
-  CORTADO_CUDNN_CHECK(workspace_of(fallback, bytes));
-  return fallback;
+  if (!found) CORTADO_CUDNN_CHECK(workspace_of(fallback, &smallest_bytes));
+  CORTADO_REQUIRE(smallest_bytes <= limit, who, ": no cuDNN convolution algorithm fits in its workspace of ",
+                  limit, " bytes (the smallest needs ", smallest_bytes, ")");
+  *bytes = smallest_bytes;
+  return smallest;
 }
 
 }  // namespace
@@ -126,7 +135,7 @@ size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& c, int num, int n
                          return cudnnGetConvolutionForwardWorkspaceSize(handle, c.x.get(), c.w.get(), c.conv.get(),
                                                                         c.y.get(), algo, bytes);
                        },
-                       &forward_bytes);
+                       &forward_bytes, who);
   }
   {
     std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
@@ -138,7 +147,7 @@ size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& c, int num, int n
                                return cudnnGetConvolutionBackwardDataWorkspaceSize(
                                    handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(), algo, bytes);
                              },
-                             &data_bytes);
+                             &data_bytes, who);
   }
   {
     std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
@@ -150,7 +159,7 @@ size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& c, int num, int n
                                  return cudnnGetConvolutionBackwardFilterWorkspaceSize(
                                      handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(), algo, bytes);
                                },
-                               &filter_bytes);
+                               &filter_bytes, who);
   }
   const size_t workspace = std::max({forward_bytes, data_bytes, filter_bytes});
   std::ostringstream choice;
