@@ -1,0 +1,106 @@
+// power.cpp — Power (power_param: power p = 1, scale a = 1, shift b = 0): y = (b + a·x)^p.
+// Backward: dx = dy · p·a · (b + a·x)^(p−1). As in Caffe, p·a = 0 makes y the constant
+// (p = 0 ? 1 : b^p) with dx = 0, and p = 1 makes dx = a·dy without reading x. The gradient is computed
+// directly, where Caffe divides y by (b + a·x): the same values except at b + a·x = 0 (Caffe: NaN).
+// Backward needs x when p ≠ 1: run in place (top == bottom), Forward first keeps a copy of x in a
+// scratch buffer (Caffe reads the overwritten bottom there and gets a wrong gradient).
+// GPU: the same loops as kernels (cuda/activations.cu); the constant cases use math_gpu.
+#include <cmath>
+
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/activation.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
+
+namespace cortado {
+
+class PowerLayer : public NeuronLayer {
+ public:
+  using NeuronLayer::NeuronLayer;
+  const char* type() const override { return "Power"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    const PowerParameter& p = param_.power_param();
+    power_ = p.power();
+    scale_ = p.scale();
+    shift_ = p.shift();
+    diff_scale_ = power_ * scale_;
+    if (top[0] == bottom[0] && diff_scale_ != 0.0f && power_ != 1.0f) bottom_copy_ = AddScratch();
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    NeuronLayer::Reshape(bottom, top);
+    if (bottom_copy_) bottom_copy_->ReshapeLike(*bottom[0]);
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* x = bottom[0]->data();
+    float* y = top[0]->data();
+    const int64_t n = bottom[0]->count();
+    if (diff_scale_ == 0.0f) {
+      cpu_set(n, Constant(), y);
+      return;
+    }
+    if (bottom_copy_) cpu_copy(n, x, bottom_copy_->data());
+    for (int64_t i = 0; i < n; ++i) y[i] = PowUnlessOne(shift_ + scale_ * x[i], power_);
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const float* dy = top[0]->diff();
+    float* dx = bottom[0]->diff();
+    const int64_t n = bottom[0]->count();
+    if (diff_scale_ == 0.0f) {
+      cpu_set(n, 0.0f, dx);
+      return;
+    }
+    if (power_ == 1.0f) {
+      cpu_scale(n, diff_scale_, dy, dx);
+      return;
+    }
+    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * diff_scale_ * PowUnlessOne(shift_ + scale_ * x[i], power_ - 1.0f);
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t n = bottom[0]->count();
+    if (diff_scale_ == 0.0f) {
+      gpu_set(ctx_, n, Constant(), top[0]->data());
+      return;
+    }
+    if (bottom_copy_) gpu_copy(ctx_, n, bottom[0]->data(), bottom_copy_->data());
+    PowerForwardGpu(ctx_, n, power_, scale_, shift_, bottom[0]->data(), top[0]->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const int64_t n = bottom[0]->count();
+    if (diff_scale_ == 0.0f) {
+      gpu_set(ctx_, n, 0.0f, bottom[0]->diff());
+      return;
+    }
+    if (power_ == 1.0f) {
+      gpu_scale(ctx_, n, diff_scale_, top[0]->diff(), bottom[0]->diff());
+      return;
+    }
+    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    PowerBackwardGpu(ctx_, n, power_, scale_, shift_, x, top[0]->diff(), bottom[0]->diff());
+  }
+
+ private:
+  // u^p, exactly u when p = 1 (the kernel does the same).
+  static float PowUnlessOne(float u, float p) { return p == 1.0f ? u : std::pow(u, p); }
+  float Constant() const { return power_ == 0.0f ? 1.0f : std::pow(shift_, power_); }
+
+  float power_ = 1, scale_ = 1, shift_ = 0, diff_scale_ = 1;
+  Blob* bottom_copy_ = nullptr;  // x, when run in place with p ≠ 1
+};
+
+CORTADO_REGISTER_LAYER(Power, PowerLayer);
+
+}  // namespace cortado

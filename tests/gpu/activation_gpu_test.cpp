@@ -1,0 +1,161 @@
+// activation_gpu_test.cpp — AbsVal, BNLL, Power, Exp, Log, Threshold, Clip, ELU, Swish and PReLU on
+// the GPU against the CPU: tops and bottom diffs (and PReLU's slope diffs) over several parameter
+// settings and sizes beyond one block; in place on the GPU against out of place on the CPU; PReLU's
+// slope gradient accumulating, without device allocation; Threshold's backward error. The layers
+// also claim GPU support exactly when built with CUDA.
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/layer_registry.hpp"
+#include "gpu_compare.hpp"
+#include "layers/in_place.hpp"
+
+namespace cortado::test {
+
+namespace {
+
+const char* const kTypes[] = {"AbsVal", "BNLL", "Power", "Exp", "Log", "Threshold", "Clip", "ELU", "Swish", "PReLU"};
+
+// The layer in place on the GPU against the layer out of place on the CPU, for inputs uniform in
+// [lo, hi): top, bottom diff and parameter diffs.
+void ExpectGpuInPlaceMatchesCpu(const std::string& text, const std::vector<int>& shape, float lo, float hi) {
+  SCOPED_TRACE(text);
+  size_t n = 1;
+  for (int d : shape) n *= static_cast<size_t>(d);
+  const std::vector<float> x = UniformValues(n, lo, hi, 21), dy = UniformValues(n, -1.0f, 1.0f, 22);
+  const NeuronRun cpu = RunNeuron(text, shape, x, dy, false, Device::kCPU);
+  const NeuronRun gpu = RunNeuron(text, shape, x, dy, true, Device::kGPU);
+  ExpectNear(gpu.y, cpu.y, 1e-4f, "in-place top");
+  ExpectNear(gpu.dx, cpu.dx, 1e-4f, "in-place bottom diff");
+  ASSERT_EQ(gpu.param_diffs.size(), cpu.param_diffs.size());
+  for (size_t p = 0; p < cpu.param_diffs.size(); ++p)
+    ExpectNear(gpu.param_diffs[p], cpu.param_diffs[p], 1e-4f, "in-place parameter diff " + std::to_string(p));
+}
+
+}  // namespace
+
+TEST(ActivationGpu, LayersClaimGpuSupportExactlyWhenBuiltWithCuda) {
+  Context ctx(Device::kCPU, 1);
+  for (const char* type : kTypes) {
+    auto layer = LayerRegistry::Create(ParseLayer(std::string("name: 'x' type: '") + type + "'"), ctx);
+    EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << type;
+  }
+}
+
+TEST(ActivationGpu, AbsValBNLLAndThresholdMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  GpuCompareOptions wide;
+  wide.input_std = 30.0f;  // BNLL's large-|x| branches
+  ExpectGpuMatchesCpu("type: 'AbsVal'", {{2, 3, 4, 5}});
+  ExpectGpuMatchesCpu("type: 'AbsVal'", {{100003}});  // more than one block, odd size
+  ExpectGpuMatchesCpu("type: 'BNLL'", {{2, 3, 4, 5}});
+  ExpectGpuMatchesCpu("type: 'BNLL'", {{5000}}, 1, wide);
+  GpuCompareOptions forward_only;
+  forward_only.check_backward = false;
+  ExpectGpuMatchesCpu("type: 'Threshold'", {{2, 3, 4, 5}}, 1, forward_only);
+  ExpectGpuMatchesCpu("type: 'Threshold' threshold_param { threshold: 0.3 }", {{100003}}, 1, forward_only);
+}
+
+TEST(ActivationGpu, PowerExpAndLogMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : {"type: 'Power'", "type: 'Power' power_param { power: 2 scale: 0.5 shift: -1 }",
+                           "type: 'Power' power_param { power: 3 scale: 0.83 }",
+                           "type: 'Power' power_param { power: 0.37 scale: 0.83 shift: 10 }",
+                           "type: 'Power' power_param { power: -1.5 shift: 10 }",
+                           "type: 'Power' power_param { scale: 2 shift: 1 }",
+                           "type: 'Power' power_param { power: 0 }",
+                           "type: 'Power' power_param { power: 2 scale: 0 shift: 3 }",
+                           "type: 'Exp'", "type: 'Exp' exp_param { base: 2 scale: 0.5 shift: 1 }",
+                           "type: 'Exp' exp_param { base: 0.5 scale: -1 shift: 0.3 }",
+                           "type: 'Log' log_param { shift: 10 }",
+                           "type: 'Log' log_param { base: 2 scale: 0.5 shift: 10 }",
+                           "type: 'Log' log_param { base: 0.1 scale: -2 shift: 12 }"}) {
+    SCOPED_TRACE(text);
+    ExpectGpuMatchesCpu(text, {{2, 3, 4, 5}});
+  }
+  ExpectGpuMatchesCpu("type: 'Power' power_param { power: 2 shift: 1 }", {{100003}});
+  ExpectGpuMatchesCpu("type: 'Log' log_param { scale: 0.5 shift: 10 }", {{100003}});
+}
+
+TEST(ActivationGpu, ClipELUAndSwishMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  GpuCompareOptions wide;
+  wide.input_std = 4.0f;
+  for (const char* text : {"type: 'Clip' clip_param { min: -1 max: 0.5 }", "type: 'Clip' clip_param { min: 0 max: 6 }",
+                           "type: 'ELU'", "type: 'ELU' elu_param { alpha: 0.3 }", "type: 'Swish'",
+                           "type: 'Swish' swish_param { beta: 2.5 }", "type: 'Swish' swish_param { beta: -0.5 }"}) {
+    SCOPED_TRACE(text);
+    ExpectGpuMatchesCpu(text, {{2, 3, 4, 5}});
+    ExpectGpuMatchesCpu(text, {{1000}}, 1, wide);
+  }
+  ExpectGpuMatchesCpu("type: 'ELU'", {{100003}});
+  ExpectGpuMatchesCpu("type: 'Swish'", {{100003}});
+}
+
+TEST(ActivationGpu, PReLUMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : {"type: 'PReLU'", "type: 'PReLU' prelu_param { filler { type: 'gaussian' } }",
+                           "type: 'PReLU' prelu_param { channel_shared: true filler { type: 'gaussian' } }"}) {
+    SCOPED_TRACE(text);
+    ExpectGpuMatchesCpu(text, {{2, 3, 4, 5}});
+    ExpectGpuMatchesCpu(text, {{4, 3}});                // no spatial axes: D = 1
+    ExpectGpuMatchesCpu(text, {{8, 16, 20, 20}});       // 3200 values per channel: many per thread
+    ExpectGpuMatchesCpu(text, {{2, 1000, 3}});          // many channels, few values each
+  }
+}
+
+TEST(ActivationGpu, InPlaceMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuInPlaceMatchesCpu("type: 'BNLL'", {4, 5, 6}, -4, 4);
+  ExpectGpuInPlaceMatchesCpu("type: 'Power' power_param { power: 2 scale: 0.5 shift: 1 }", {4, 5, 6}, -2, 2);
+  ExpectGpuInPlaceMatchesCpu("type: 'Power' power_param { scale: 3 shift: -1 }", {4, 5, 6}, -2, 2);
+  ExpectGpuInPlaceMatchesCpu("type: 'Exp' exp_param { base: 3 scale: 0.5 }", {4, 5, 6}, -2, 2);
+  ExpectGpuInPlaceMatchesCpu("type: 'Log' log_param { base: 2 shift: 3 }", {4, 5, 6}, -2, 2);
+  ExpectGpuInPlaceMatchesCpu("type: 'Clip' clip_param { min: -0.5 max: 1 }", {4, 5, 6}, -2, 2);
+  ExpectGpuInPlaceMatchesCpu("type: 'ELU' elu_param { alpha: 0.7 }", {4, 5, 6}, -3, 3);
+  ExpectGpuInPlaceMatchesCpu("type: 'Swish' swish_param { beta: 1.5 }", {4, 5, 6}, -4, 4);
+  ExpectGpuInPlaceMatchesCpu("type: 'PReLU' prelu_param { filler { type: 'gaussian' } }", {4, 5, 6}, -2, 2);
+  ExpectGpuInPlaceMatchesCpu("type: 'PReLU' prelu_param { channel_shared: true filler { type: 'gaussian' } }",
+                             {4, 5, 6}, -2, 2);
+}
+
+// Backward adds to the slope diff (the Net zeroes it once per iteration), and a step allocates
+// nothing on the device, shared slope (with its scratch of partial sums) included.
+TEST(ActivationGpu, PReLUSlopeGradientAccumulatesWithoutAllocation) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : {"type: 'PReLU'", "type: 'PReLU' prelu_param { channel_shared: true }"}) {
+    SCOPED_TRACE(text);
+    LayerFixture cpu(text, {{3, 4, 5}}, 1, 1701, Device::kCPU);
+    LayerFixture gpu(text, {{3, 4, 5}}, 1, 1701, Device::kGPU);
+    const std::vector<float> x = UniformValues(60, -2.0f, 2.0f, 31), dy = UniformValues(60, -1.0f, 1.0f, 32);
+    for (LayerFixture* f : {&cpu, &gpu}) {
+      f->bottom(0).WriteData(x);
+      f->top(0).WriteDiff(dy);
+    }
+    cpu.Forward();
+    cpu.Backward();
+    const std::vector<float> once = cpu.layer().blobs()[0]->ReadDiff();
+    Blob& slope = *gpu.layer().blobs()[0];
+    slope.WriteDiff(std::vector<float>(static_cast<size_t>(slope.count()), 1.0f));
+    const int64_t allocations = GpuAllocationCount();
+    gpu.Forward();
+    gpu.layer().Backward(gpu.top(), {true}, gpu.bottom());
+    gpu.layer().Backward(gpu.top(), {true}, gpu.bottom());
+    gpu.ctx().Synchronize();
+    EXPECT_EQ(GpuAllocationCount(), allocations);
+    std::vector<float> expected = once;
+    for (float& v : expected) v = 1.0f + 2.0f * v;
+    ExpectNear(slope.ReadDiff(), expected, 1e-4f, "slope diff after two backwards onto ones");
+    ExpectNear(gpu.bottom(0).ReadDiff(), cpu.bottom(0).ReadDiff(), 1e-5f, "bottom diff");
+  }
+}
+
+TEST(ActivationGpu, ThresholdBackwardIsAnError) {
+  SKIP_WITHOUT_GPU();
+  LayerFixture f("name: 'step' type: 'Threshold'", {{2, 3}}, 1, 1701, Device::kGPU);
+  f.Forward();
+  EXPECT_NO_THROW(f.layer().Backward(f.top(), {false}, f.bottom()));
+  const std::string message = ErrorOf([&] { f.Backward(); });
+  EXPECT_NE(message.find("layer step (Threshold)"), std::string::npos) << message;
+}
+
+}  // namespace cortado::test
