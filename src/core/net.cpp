@@ -10,16 +10,15 @@
 #include "cortado/io.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/upgrade.hpp"
 #include "net_rules.hpp"
 
 namespace cortado {
 
 Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_name)
     : source_(source_name), ctx_(ctx) {
-  CORTADO_REQUIRE(in_param.layers_size() == 0, source_,
-                  ": uses the legacy V1 'layers' format, which this version cannot build yet; "
-                  "write it with 'layer' entries");
   NetParameter upgraded(in_param);
+  if (NetNeedsUpgrade(upgraded)) UpgradeNet(&upgraded, source_);  // V0/V1 layers, input_dim, ...
   UpgradeNetInputs(&upgraded);
   const NetParameter param = InsertSplits(FilterByState(upgraded), source_);
   name_ = param.name();
@@ -91,7 +90,9 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
         data_bytes_ += static_cast<size_t>(top->count()) * sizeof(float);
     }
     LOG(INFO) << "Memory required for data: " << data_bytes_;
-    AppendParams(lp, layer_id);
+    // The layer's own copy of its parameters: a layer may add ParamSpecs in LayerSetUp (BatchNorm
+    // sets lr_mult 0 on its running statistics, as Caffe does).
+    AppendParams(layer->layer_param(), layer_id);
     // A layer needs backward if a bottom does or one of its parameters learns.
     bool need = false;
     for (bool b : bottom_need_backward_[layer_id]) need = need || b;

@@ -1,0 +1,179 @@
+// batch_norm.cpp — BatchNorm, Caffe's semantics: normalises each channel to zero mean and unit
+// variance (no scale or shift of its own: Caffe nets follow it with a Scale layer).
+//
+// Bottom and top (N, C, ...) — (N, C) and (N, C, H, W) alike; a 1-D bottom is one channel. The
+// statistics of channel c run over the m = N · spatial values of that channel.
+// Parameters (batch_norm_param): use_global_stats (unset: false in TRAIN, true in TEST),
+// moving_average_fraction maf (0.999), eps (1e-5).
+// Three blobs, not learned: running mean sum (C), running variance sum (C), and their weight (1).
+//   batch statistics:  mean = Σx / m,  var = Σ(x − mean)² / m, and the running sums
+//                      blob0 = blob0 · maf + mean,  blob1 = blob1 · maf + m/(m−1) · var (m > 1, else var),
+//                      blob2 = blob2 · maf + 1;
+//   global statistics: mean = blob0 / blob2,  var = blob1 / blob2 (both 0 when blob2 is 0).
+//   Forward:  y = x̂ = (x − mean) / sqrt(var + eps)
+//   Backward: batch:  dx = (dy − mean(dy) − mean(dy · x̂) · x̂) / sqrt(var + eps)  (means per channel)
+//             global: dx = dy / sqrt(var + eps)
+// The blobs' lr_mult is forced to 0, as Caffe does: LayerSetUp adds `param { lr_mult: 0 }` for each
+// blob the prototxt gives no ParamSpec for (the Net reads the layer's own parameters when it
+// registers blobs), and a ParamSpec with another lr_mult is an error. Runs in place: x̂ is kept in a
+// scratch buffer, since a later in-place layer (Scale, ReLU) may change the top before Backward.
+// Sums run in double. GPU: the same steps as kernels (cuda/batch_norm.cu).
+#include <cmath>
+
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/norm.hpp"
+#include "cortado/layer_registry.hpp"
+
+namespace cortado {
+
+class BatchNormLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "BatchNorm"; }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    const BatchNormParameter& p = param_.batch_norm_param();
+    global_ = p.has_use_global_stats() ? p.use_global_stats() : phase() == TEST;
+    maf_ = p.moving_average_fraction();
+    eps_ = p.eps();
+    CORTADO_REQUIRE(bottom[0]->num_axes() >= 1, Describe(), ": the bottom needs at least one axis");
+    channels_ = bottom[0]->num_axes() == 1 ? 1 : bottom[0]->shape(1);
+    blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));
+    blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));
+    blobs_.push_back(std::make_shared<Blob>(std::vector<int>{1}));
+    // The statistics are not learned: lr_mult 0 for each blob.
+    for (int i = 0; i < 3; ++i) {
+      if (i == param_.param_size()) {
+        param_.add_param()->set_lr_mult(0.0f);
+      } else {
+        CORTADO_REQUIRE(param_.param(i).lr_mult() == 0.0f, Describe(), ": param ", i, " has lr_mult ",
+                        param_.param(i).lr_mult(), "; BatchNorm's blobs are running statistics, not learned "
+                        "parameters: give lr_mult: 0 or no param at all");
+      }
+    }
+    x_norm_ = AddScratch();
+    stats_ = AddScratch();
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& x = *bottom[0];
+    const int channels = x.num_axes() == 1 ? 1 : x.shape(1);
+    CORTADO_REQUIRE(channels == channels_, Describe(), ": the bottom ", x.shape_string(), " has ", channels,
+                    " channels, but the layer was set up for ", channels_);
+    num_ = x.shape(0);
+    spatial_ = num_ == 0 ? 0 : x.count() / (static_cast<int64_t>(num_) * channels_);
+    if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
+    x_norm_->ReshapeLike(x);
+    stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, Σdy, Σdy·x̂
+  }
+
+  void InitParams() override {
+    for (auto& b : blobs_) b->WriteData(std::vector<float>(static_cast<size_t>(b->count()), 0.0f));
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* x = bottom[0]->data();
+    float* mean = stats_->data();
+    float* std = mean + channels_;
+    const int64_t m = static_cast<int64_t>(num_) * spatial_;
+    if (global_) {
+      const float factor = blobs_[2]->data()[0] == 0 ? 0.0f : 1.0f / blobs_[2]->data()[0];
+      for (int c = 0; c < channels_; ++c) {
+        mean[c] = factor * blobs_[0]->data()[c];
+        std[c] = std::sqrt(factor * blobs_[1]->data()[c] + eps_);
+      }
+    } else {
+      const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
+      for (int c = 0; c < channels_; ++c) {
+        double sum = 0;
+        ForChannel(c, [&](int64_t i) { sum += x[i]; });
+        const float mu = static_cast<float>(sum / m);
+        double squares = 0;
+        ForChannel(c, [&](int64_t i) { squares += static_cast<double>(x[i] - mu) * (x[i] - mu); });
+        const float var = static_cast<float>(squares / m);
+        mean[c] = mu;
+        std[c] = std::sqrt(var + eps_);
+        blobs_[0]->data()[c] = blobs_[0]->data()[c] * maf_ + mu;
+        blobs_[1]->data()[c] = blobs_[1]->data()[c] * maf_ + correction * var;
+      }
+      blobs_[2]->data()[0] = blobs_[2]->data()[0] * maf_ + 1.0f;
+    }
+    float* y = top[0]->data();
+    float* x_norm = x_norm_->data();
+    for (int c = 0; c < channels_; ++c)
+      ForChannel(c, [&](int64_t i) { y[i] = x_norm[i] = (x[i] - mean[c]) / std[c]; });
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const float* dy = top[0]->diff();
+    const float* x_norm = x_norm_->data();
+    const float* std = stats_->data() + channels_;
+    float* dx = bottom[0]->diff();  // may be dy (in place): each element is read before it is written
+    const double m = static_cast<double>(num_) * spatial_;
+    for (int c = 0; c < channels_; ++c) {
+      if (global_) {
+        ForChannel(c, [&](int64_t i) { dx[i] = dy[i] / std[c]; });
+        continue;
+      }
+      double sum_dy = 0, sum_dyx = 0;
+      ForChannel(c, [&](int64_t i) {
+        sum_dy += dy[i];
+        sum_dyx += static_cast<double>(dy[i]) * x_norm[i];
+      });
+      const float mean_dy = static_cast<float>(sum_dy / m), mean_dyx = static_cast<float>(sum_dyx / m);
+      ForChannel(c, [&](int64_t i) { dx[i] = (dy[i] - mean_dy - x_norm[i] * mean_dyx) / std[c]; });
+    }
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    float* mean = stats_->data();
+    float* std = mean + channels_;
+    if (global_) {
+      BatchNormGlobalStatsGpu(ctx_, channels_, eps_, blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data(), mean,
+                              std);
+    } else {
+      const int64_t m = static_cast<int64_t>(num_) * spatial_;
+      const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
+      BatchNormBatchStatsGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), eps_, maf_, correction,
+                             blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data(), mean, std);
+    }
+    BatchNormForwardGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), mean, std, top[0]->data(),
+                        x_norm_->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    float* std = stats_->data() + channels_;
+    BatchNormBackwardGpu(ctx_, num_, channels_, spatial_, global_, top[0]->diff(), x_norm_->data(), std,
+                         std + channels_, bottom[0]->diff());
+  }
+
+ private:
+  // Calls visit(i) for every element i of channel c, in increasing order.
+  template <typename Visit>
+  void ForChannel(int c, Visit visit) const {
+    for (int n = 0; n < num_; ++n) {
+      const int64_t base = (static_cast<int64_t>(n) * channels_ + c) * spatial_;
+      for (int64_t q = 0; q < spatial_; ++q) visit(base + q);
+    }
+  }
+
+  bool global_ = false;
+  float maf_ = 0.999f, eps_ = 1e-5f;
+  int channels_ = 0, num_ = 0;
+  int64_t spatial_ = 1;
+  Blob* x_norm_ = nullptr;  // x̂, like the bottom
+  Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's Σdy, Σdy·x̂ (GPU)
+};
+
+CORTADO_REGISTER_LAYER(BatchNorm, BatchNormLayer);
+
+}  // namespace cortado

@@ -1,0 +1,115 @@
+// bias.cpp — Bias, Caffe's semantics: y = x + β, β broadcast over part of the bottom's axes.
+//
+// Parameters (bias_param): axis (1), num_axes (1; −1 = every axis from `axis` on, 0 = a scalar),
+// filler (default constant 0).
+// With one bottom, β is a learned blob shaped like bottom axes [axis, axis + num_axes); with two, β is
+// bottom[1], whose shape must equal bottom[0]'s axes from `axis` on (num_axes is then ignored; a
+// scalar bottom[1] is added everywhere). The bottom is read as (outer, dim, inner), dim = β's count:
+//   y[o, d, i] = x[o, d, i] + β[d]
+//   dx = dy;  dβ[d] = Σ_{o, i} dy  (accumulated for the blob, written into bottom[1]'s diff).
+// Runs in place. Sums run in double. GPU: kernels/norm.hpp (cuda/scale.cu).
+#include "cortado/error.hpp"
+#include "cortado/filler.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/norm.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
+
+namespace cortado {
+
+class BiasLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Bias"; }
+  int MinBottomBlobs() const override { return 1; }
+  int MaxBottomBlobs() const override { return 2; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    if (bottom.size() > 1) return;
+    const BiasParameter& p = param_.bias_param();
+    const Blob& x = *bottom[0];
+    const int axis = x.CanonicalAxisIndex(p.axis());
+    const int num_axes = p.num_axes();
+    CORTADO_REQUIRE(num_axes >= -1, Describe(), ": num_axes must be -1 (all axes) or at least 0, got ", num_axes);
+    CORTADO_REQUIRE(num_axes == -1 || axis + num_axes <= x.num_axes(), Describe(), ": axis ", axis,
+                    " and num_axes ", num_axes, " reach past the bottom's axes ", x.shape_string());
+    const int end = num_axes == -1 ? x.num_axes() : axis + num_axes;
+    blobs_.push_back(std::make_shared<Blob>(std::vector<int>(x.shape().begin() + axis, x.shape().begin() + end)));
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& x = *bottom[0];
+    const Blob& bias = Bias(bottom);
+    const int axis = bias.num_axes() == 0 ? 0 : x.CanonicalAxisIndex(param_.bias_param().axis());
+    bool fits = axis + bias.num_axes() <= x.num_axes();
+    for (int i = 0; fits && i < bias.num_axes(); ++i) fits = x.shape(axis + i) == bias.shape(i);
+    CORTADO_REQUIRE(fits, Describe(), ": the bias ", bias.shape_string(), " does not match the bottom ",
+                    x.shape_string(), " from axis ", axis);
+    outer_ = x.count(0, axis);
+    dim_ = bias.count();
+    inner_ = x.count(axis + bias.num_axes());
+    if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
+  }
+
+  void InitParams() override {
+    if (!blobs_.empty()) FillBlob(param_.bias_param().filler(), blobs_[0].get(), ctx_.rng());
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const float* x = bottom[0]->data();
+    const float* bias = Bias(bottom).data();
+    float* y = top[0]->data();
+    for (int64_t o = 0; o < outer_; ++o)
+      for (int64_t d = 0; d < dim_; ++d) {
+        const int64_t base = (o * dim_ + d) * inner_;
+        for (int64_t i = base; i < base + inner_; ++i) y[i] = x[i] + bias[d];
+      }
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* dy = top[0]->diff();
+    if (BiasGradientWanted(propagate_down)) {
+      const bool accumulate = bottom.size() == 1;
+      float* out = Bias(bottom).diff();
+      for (int64_t d = 0; d < dim_; ++d) {
+        double sum = 0;
+        for (int64_t o = 0; o < outer_; ++o) {
+          const int64_t base = (o * dim_ + d) * inner_;
+          for (int64_t i = base; i < base + inner_; ++i) sum += dy[i];
+        }
+        out[d] = static_cast<float>(accumulate ? out[d] + sum : sum);
+      }
+    }
+    if (propagate_down[0] && bottom[0] != top[0]) cpu_copy(bottom[0]->count(), dy, bottom[0]->diff());
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    ScaleBiasForwardGpu(ctx_, outer_, dim_, inner_, bottom[0]->data(), nullptr, Bias(bottom).data(),
+                        top[0]->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    const float* dy = top[0]->diff();
+    if (BiasGradientWanted(propagate_down))
+      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, nullptr, bottom.size() == 1, Bias(bottom).diff());
+    if (propagate_down[0] && bottom[0] != top[0]) gpu_copy(ctx_, bottom[0]->count(), dy, bottom[0]->diff());
+  }
+
+ private:
+  Blob& Bias(const BlobVec& bottom) const { return bottom.size() > 1 ? *bottom[1] : *blobs_[0]; }
+  bool BiasGradientWanted(const std::vector<bool>& propagate_down) const {
+    return propagate_down.size() > 1 ? propagate_down[1] : param_propagate_down(0);
+  }
+
+  int64_t outer_ = 1, dim_ = 1, inner_ = 1;
+};
+
+CORTADO_REGISTER_LAYER(Bias, BiasLayer);
+
+}  // namespace cortado

@@ -1,0 +1,234 @@
+// norm_gpu_test.cpp — the normalisation layers on the GPU against the CPU: LRN across and within
+// channels; BatchNorm with batch statistics (2-D and 4-D, channels longer than a block), the running
+// sums over two forwards, global statistics in TEST, and in place with the top overwritten before
+// Backward; Scale and Bias in every form (learned or second-bottom parameters, with and without a bias,
+// axis variants, in place); no device allocation in a step. The layers claim GPU support exactly when
+// built with CUDA.
+#include <cmath>
+#include <random>
+
+#include "cortado/gpu.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/memory.hpp"
+#include "gpu_compare.hpp"
+
+namespace cortado::test {
+
+namespace {
+
+std::vector<float> Gaussian(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (float& x : v) x = normal(rng);
+  return v;
+}
+
+int64_t Count(const std::vector<int>& shape) {
+  int64_t n = 1;
+  for (int d : shape) n *= d;
+  return n;
+}
+
+// What one run of a layer produced, read back to the host.
+struct LayerRun {
+  std::vector<float> y, dx;
+  std::vector<std::vector<float>> params, param_diffs;
+};
+
+void ReadParams(Layer& layer, LayerRun* run) {
+  for (auto& p : layer.blobs()) {
+    run->params.push_back(p->ReadData());
+    run->param_diffs.push_back(p->ReadDiff());
+  }
+}
+
+void ExpectRunsMatch(const LayerRun& gpu, const LayerRun& cpu, float tolerance, const std::string& what) {
+  ExpectNear(gpu.y, cpu.y, tolerance, what + ": top");
+  ExpectNear(gpu.dx, cpu.dx, tolerance, what + ": bottom diff");
+  ASSERT_EQ(gpu.params.size(), cpu.params.size()) << what;
+  for (size_t p = 0; p < cpu.params.size(); ++p) {
+    ExpectNear(gpu.params[p], cpu.params[p], tolerance, what + ": blob " + std::to_string(p));
+    ExpectNear(gpu.param_diffs[p], cpu.param_diffs[p], tolerance, what + ": blob diff " + std::to_string(p));
+  }
+}
+
+// One bottom, one top, out of place: the blobs set to `params` (when given), `forwards` forward passes
+// on x, then Backward with dy.
+LayerRun RunLayer(const std::string& text, const std::vector<int>& shape, Device device, int forwards,
+             const std::vector<std::vector<float>>& params = {}) {
+  LayerFixture f(text, {shape}, 1, 1701, device);
+  for (size_t p = 0; p < params.size(); ++p) f.layer().blobs()[p]->WriteData(params[p]);
+  f.bottom(0).WriteData(Gaussian(static_cast<size_t>(Count(shape)), 21));
+  for (int i = 0; i < forwards; ++i) f.Forward();
+  f.ctx().Synchronize();
+  LayerRun run;
+  run.y = f.top(0).ReadData();
+  f.top(0).WriteDiff(Gaussian(static_cast<size_t>(Count(shape)), 22));
+  f.Backward();
+  f.ctx().Synchronize();
+  run.dx = f.bottom(0).ReadDiff();
+  ReadParams(f.layer(), &run);
+  return run;
+}
+
+// The same with top == bottom; the top's data is overwritten between Forward and Backward, as a later
+// in-place layer would.
+LayerRun RunInPlace(const std::string& text, const std::vector<int>& shape, Device device) {
+  Context ctx(device, 1701);
+  Blob blob(shape);
+  std::unique_ptr<Layer> layer = LayerRegistry::Create(ParseLayer(text), ctx);
+  layer->SetUp({&blob}, {&blob});
+  std::vector<Blob*> blobs = {&blob};
+  for (auto& p : layer->blobs()) blobs.push_back(p.get());
+  for (const auto& s : layer->scratch_buffers()) blobs.push_back(s.blob);
+  std::unique_ptr<Arena> arena = AllocateBlobs(blobs, true, device);
+  layer->InitParams();
+  for (auto& p : layer->blobs()) p->WriteDiff(std::vector<float>(static_cast<size_t>(p->count()), 0.0f));
+  const size_t n = static_cast<size_t>(blob.count());
+  blob.WriteData(Gaussian(n, 21));
+  layer->Forward({&blob}, {&blob});
+  ctx.Synchronize();
+  LayerRun run;
+  run.y = blob.ReadData();
+  blob.WriteData(std::vector<float>(n, 7.0f));
+  blob.WriteDiff(Gaussian(n, 22));
+  layer->Backward({&blob}, {true}, {&blob});
+  ctx.Synchronize();
+  run.dx = blob.ReadDiff();
+  ReadParams(*layer, &run);
+  return run;
+}
+
+GpuCompareOptions Wide(float std) {
+  GpuCompareOptions o;
+  o.input_std = std;
+  return o;
+}
+
+}  // namespace
+
+TEST(NormGpu, LayersClaimGpuSupportExactlyWhenBuiltWithCuda) {
+  Context ctx(Device::kCPU, 1);
+  for (const char* type : {"LRN", "BatchNorm", "Scale", "Bias"}) {
+    auto layer = LayerRegistry::Create(ParseLayer(std::string("name: 'x' type: '") + type + "'"), ctx);
+    EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << type;
+  }
+}
+
+TEST(LRNGpu, MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'LRN' lrn_param { local_size: 5 alpha: 0.0001 beta: 0.75 }", {{2, 16, 7, 9}}, 1,
+                      Wide(3));
+  ExpectGpuMatchesCpu("type: 'LRN' lrn_param { local_size: 3 alpha: 2 beta: 0.6 k: 2 }", {{3, 4, 5, 5}});
+  ExpectGpuMatchesCpu("type: 'LRN' lrn_param { local_size: 3 alpha: 5e-05 beta: 0.75 norm_region: WITHIN_CHANNEL }",
+                      {{4, 8, 16, 16}}, 1, Wide(10));
+  ExpectGpuMatchesCpu("type: 'LRN' lrn_param { local_size: 5 alpha: 3 beta: 0.5 norm_region: WITHIN_CHANNEL }",
+                      {{2, 3, 6, 11}});
+  ExpectGpuMatchesCpu("type: 'LRN' lrn_param { local_size: 7 alpha: 1 beta: 0.75 norm_region: WITHIN_CHANNEL }",
+                      {{1, 2, 3, 4}});  // windows wider than the image
+}
+
+TEST(BatchNormGpu, BatchStatisticsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  ExpectGpuMatchesCpu("type: 'BatchNorm'", {{4, 5}});
+  ExpectGpuMatchesCpu("type: 'BatchNorm'", {{3, 4, 5, 6}});
+  ExpectGpuMatchesCpu("type: 'BatchNorm'", {{16, 3, 20, 20}});  // 6400 values per channel: many per thread
+  ExpectGpuMatchesCpu("type: 'BatchNorm'", {{1000, 7}});
+  ExpectGpuMatchesCpu("type: 'BatchNorm'", {{5}});  // 1-D: one channel
+}
+
+TEST(BatchNormGpu, RunningSumsOverTwoForwardsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const std::vector<int>& shape : {std::vector<int>{6, 3}, std::vector<int>{2, 4, 3, 5}}) {
+    const std::string text = "type: 'BatchNorm' batch_norm_param { moving_average_fraction: 0.9 }";
+    const LayerRun cpu = RunLayer(text, shape, Device::kCPU, 2);
+    const LayerRun gpu = RunLayer(text, shape, Device::kGPU, 2);
+    ExpectRunsMatch(gpu, cpu, 1e-4f, "two forwards");
+    EXPECT_NEAR(gpu.params[2][0], 1.9f, 1e-6);
+  }
+}
+
+TEST(BatchNormGpu, GlobalStatisticsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::vector<std::vector<float>> stats = {{1, -2, 0.5f}, {4, 0.5f, 2}, {2}};
+  for (const char* text : {"type: 'BatchNorm' phase: TEST",
+                           "type: 'BatchNorm' batch_norm_param { use_global_stats: true eps: 0.001 }"}) {
+    SCOPED_TRACE(text);
+    const LayerRun cpu = RunLayer(text, {2, 3, 4, 4}, Device::kCPU, 1, stats);
+    const LayerRun gpu = RunLayer(text, {2, 3, 4, 4}, Device::kGPU, 1, stats);
+    ExpectRunsMatch(gpu, cpu, 1e-4f, "global");
+    EXPECT_EQ(gpu.params[2][0], 2.0f) << "global statistics must not change the running sums";
+  }
+  // A zero weight: zero statistics.
+  const std::vector<std::vector<float>> zero = {{3, 3, 3}, {3, 3, 3}, {0}};
+  ExpectRunsMatch(RunLayer("type: 'BatchNorm' phase: TEST", {2, 3}, Device::kGPU, 1, zero),
+                  RunLayer("type: 'BatchNorm' phase: TEST", {2, 3}, Device::kCPU, 1, zero), 1e-4f, "zero weight");
+}
+
+TEST(BatchNormGpu, InPlaceMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : {"name: 'bn' type: 'BatchNorm'", "name: 'bn' type: 'BatchNorm' phase: TEST"}) {
+    SCOPED_TRACE(text);
+    const LayerRun cpu = RunInPlace(text, {4, 3, 5, 5}, Device::kCPU);
+    const LayerRun gpu = RunInPlace(text, {4, 3, 5, 5}, Device::kGPU);
+    ExpectRunsMatch(gpu, cpu, 1e-4f, "in place");
+  }
+}
+
+TEST(ScaleGpu, MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string fillers = " filler { type: 'gaussian' } bias_filler { type: 'gaussian' } ";
+  for (const char* params : {"", "bias_term: true", "axis: 0 num_axes: 2 bias_term: true", "axis: -1",
+                             "num_axes: -1 bias_term: true", "num_axes: 0"}) {
+    SCOPED_TRACE(params);
+    ExpectGpuMatchesCpu(std::string("type: 'Scale' scale_param { ") + params + fillers + "}", {{3, 4, 5, 6}});
+  }
+  ExpectGpuMatchesCpu("type: 'Scale' scale_param { bias_term: true" + fillers + "}", {{64, 8, 30, 30}});
+  ExpectGpuMatchesCpu("type: 'Scale'", {{3, 4, 5, 6}, {4, 5}});
+  ExpectGpuMatchesCpu("type: 'Scale' scale_param { bias_term: true" + fillers + "}", {{3, 4, 5, 6}, {4}});
+  ExpectGpuMatchesCpu("type: 'Scale' scale_param { axis: 0 }", {{3, 4, 5}, {3, 4, 5}});
+  ExpectGpuMatchesCpu("type: 'Scale'", {{3, 4}, {}});  // a scalar second bottom
+}
+
+TEST(ScaleGpu, InPlaceMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string text =
+      "name: 's' type: 'Scale' scale_param { bias_term: true filler { type: 'gaussian' } bias_filler { type: 'gaussian' } }";
+  ExpectRunsMatch(RunInPlace(text, {4, 3, 5, 5}, Device::kGPU), RunInPlace(text, {4, 3, 5, 5}, Device::kCPU), 1e-4f,
+                  "in place");
+}
+
+TEST(BiasGpu, MatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* params : {"", "axis: 0 num_axes: 2", "axis: -1", "num_axes: -1", "num_axes: 0"}) {
+    SCOPED_TRACE(params);
+    ExpectGpuMatchesCpu(std::string("type: 'Bias' bias_param { ") + params + " filler { type: 'gaussian' } }",
+                        {{3, 4, 5, 6}});
+  }
+  ExpectGpuMatchesCpu("type: 'Bias'", {{3, 4, 5, 6}, {4, 5}});
+  ExpectGpuMatchesCpu("type: 'Bias'", {{3, 4}, {}});
+  const std::string text = "name: 'b' type: 'Bias' bias_param { filler { type: 'gaussian' } }";
+  ExpectRunsMatch(RunInPlace(text, {4, 3, 5}, Device::kGPU), RunInPlace(text, {4, 3, 5}, Device::kCPU), 1e-4f,
+                  "in place");
+}
+
+TEST(NormGpu, NoDeviceAllocationInAStep) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : {"type: 'LRN'", "type: 'LRN' lrn_param { norm_region: WITHIN_CHANNEL }", "type: 'BatchNorm'",
+                           "type: 'BatchNorm' phase: TEST", "type: 'Scale' scale_param { bias_term: true }",
+                           "type: 'Bias'"}) {
+    SCOPED_TRACE(text);
+    LayerFixture f(text, {{2, 6, 5, 5}}, 1, 1701, Device::kGPU);
+    f.bottom(0).WriteData(Gaussian(300, 3));
+    f.top(0).WriteDiff(Gaussian(300, 4));
+    f.ctx().Synchronize();
+    const int64_t allocations = GpuAllocationCount();
+    f.Forward();
+    f.Backward();
+    f.ctx().Synchronize();
+    EXPECT_EQ(GpuAllocationCount(), allocations);
+  }
+}
+
+}  // namespace cortado::test
