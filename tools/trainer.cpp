@@ -3,6 +3,7 @@
 //   trainer test --model=M --weights=W [--iterations=50] [--gpu=N]
 //   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST] [--gpu=N]
 //   trainer device_query [--gpu=N]
+//   trainer upgrade --model=OLD.prototxt|OLD.caffemodel --output=NEW
 // A user's mistake ends with one line on stderr and exit code 1 (see tool.hpp).
 #include <gflags/gflags.h>
 #include <glog/logging.h>
@@ -24,9 +25,11 @@
 #include "cortado/io.hpp"
 #include "cortado/solver.hpp"
 #include "cortado/tool.hpp"
+#include "cortado/upgrade.hpp"
 
 DEFINE_string(solver, "", "The solver prototxt (train)");
-DEFINE_string(model, "", "The net prototxt (test, time)");
+DEFINE_string(model, "", "The net prototxt (test, time), or the net to upgrade (upgrade: a prototxt or .caffemodel)");
+DEFINE_string(output, "", "Where upgrade writes the upgraded net (binary when --model is a .caffemodel)");
 DEFINE_string(weights, "", "Comma-separated .caffemodel files: fine-tune from them (train) or test them (test)");
 DEFINE_string(snapshot, "", "A .solverstate to resume training from");
 DEFINE_int32(iterations, 50, "Iterations to run (test, time)");
@@ -341,6 +344,37 @@ int DeviceQuery() {
   return 0;
 }
 
+// Writes --model in the current format: Caffe's V0/V1 layers and other deprecated fields upgraded
+// (a .caffemodel in and out in binary, anything else as prototxt text).
+int Upgrade() {
+  CORTADO_REQUIRE(!FLAGS_model.empty() && !FLAGS_output.empty(),
+                  "upgrade needs --model=OLD.prototxt (or .caffemodel) and --output=NEW");
+  const auto ends_with = [](const std::string& s, const std::string& end) {
+    return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
+  };
+  CORTADO_REQUIRE(!ends_with(FLAGS_model, ".h5"), FLAGS_model, ": HDF5 weights are always in the current "
+                  "format; upgrade reads a prototxt or a binary .caffemodel");
+  const bool binary = ends_with(FLAGS_model, ".caffemodel");
+  cortado::NetParameter param;
+  if (binary) {
+    cortado::ReadProtoFromBinaryFile(FLAGS_model, &param);
+  } else {
+    cortado::ReadProtoFromTextFile(FLAGS_model, &param);
+  }
+  if (cortado::NetNeedsUpgrade(param)) {
+    cortado::UpgradeNet(&param, FLAGS_model);
+  } else {
+    LOG(INFO) << "File already in latest proto format: " << FLAGS_model;
+  }
+  if (binary) {
+    cortado::WriteProtoToBinaryFile(param, FLAGS_output);
+  } else {
+    cortado::WriteProtoToTextFile(param, FLAGS_output);
+  }
+  LOG(INFO) << "Wrote upgraded NetParameter " << (binary ? "binary" : "text") << " proto to " << FLAGS_output;
+  return 0;
+}
+
 const char* kUsage =
     "trainer: trains, tests and times nets written in Caffe's prototxt format\n"
     "usage: trainer <command> <args>\n\n"
@@ -348,21 +382,22 @@ const char* kUsage =
     "  train           train or finetune a model\n"
     "  test            score a model\n"
     "  time            benchmark model execution time\n"
-    "  device_query    show GPU diagnostic information\n";
+    "  device_query    show GPU diagnostic information\n"
+    "  upgrade         rewrite a net (--model) in the current format (--output)\n";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   return cortado::RunTool(argc, argv, kUsage, [&](int argc, char** argv) {
     const std::map<std::string, int (*)()> commands = {
-        {"train", Train}, {"test", Test}, {"time", Time}, {"device_query", DeviceQuery}};
-    CORTADO_REQUIRE(argc >= 2, "no command given (valid commands: train, test, time, device_query; "
+        {"train", Train}, {"test", Test}, {"time", Time}, {"device_query", DeviceQuery}, {"upgrade", Upgrade}};
+    CORTADO_REQUIRE(argc >= 2, "no command given (valid commands: train, test, time, device_query, upgrade; "
                     "see trainer --help)");
     CORTADO_REQUIRE(argc == 2, "unexpected argument '", argv[2], "' (flags are written --name=value; "
                     "see trainer --help)");
     auto it = commands.find(argv[1]);
     if (it == commands.end())
-      Fail("unknown command '", argv[1], "' (valid commands: train, test, time, device_query)");
+      Fail("unknown command '", argv[1], "' (valid commands: train, test, time, device_query, upgrade)");
     return it->second();
   });
 }

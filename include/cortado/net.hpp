@@ -46,8 +46,9 @@ class Net {
   void ClearParamDiffs();
 
   // ---- weights -----------------------------------------------------------------------------------
-  // Copies blobs by layer name from a trained net (new or V1 layers). Layers absent here are ignored;
-  // a blob shape mismatch is an Error naming the layer, the blob index and both shapes.
+  // Copies blobs by layer name from a trained net (V0 and V1 nets are upgraded first, see upgrade.hpp).
+  // Layers absent here are ignored; a blob shape mismatch is an Error naming the layer, the blob index
+  // and both shapes.
   void CopyTrainedLayersFrom(const NetParameter& trained);
   void CopyTrainedLayersFrom(const std::string& caffemodel_path);
   void ToProto(NetParameter* param, bool write_diff = false) const;

@@ -66,10 +66,15 @@ int64_t Blob::offset(int n, int c, int h, int w) const {
 
 bool Blob::ShapeEquals(const BlobProto& other) const {
   if (other.has_num() || other.has_channels() || other.has_height() || other.has_width()) {
-    // Legacy 4-D protos: compare as (num, channels, height, width) with missing axes read as 1.
-    return num_axes() <= 4 && LegacyShape(0) == other.num() &&
-           LegacyShape(1) == other.channels() && LegacyShape(2) == other.height() &&
-           LegacyShape(3) == other.width();
+    // Legacy 4-D protos (num, channels, height, width) line up with our axes from the END, missing
+    // leading axes read as 1, as in Caffe: old biases are 1×1×1×N, InnerProduct weights 1×1×M×K.
+    if (num_axes() > 4) return false;
+    const int legacy[4] = {other.num(), other.channels(), other.height(), other.width()};
+    for (int i = 0; i < 4; ++i) {
+      const int axis = i - (4 - num_axes());
+      if ((axis < 0 ? 1 : shape_[axis]) != legacy[i]) return false;
+    }
+    return true;
   }
   if (other.shape().dim_size() != num_axes()) return false;
   for (int i = 0; i < num_axes(); ++i)

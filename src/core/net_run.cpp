@@ -10,6 +10,7 @@
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
 #include "cortado/net.hpp"
+#include "cortado/upgrade.hpp"
 
 namespace cortado {
 
@@ -169,8 +170,13 @@ void Net::CopyTrainedLayersFrom(const NetParameter& trained) {
       target->FromProto(blobs.Get(j));
     }
   };
+  if (NetNeedsUpgrade(trained)) {  // V0/V1 weights: copy from the upgraded form
+    NetParameter upgraded(trained);
+    UpgradeNet(&upgraded, "weights");
+    CopyTrainedLayersFrom(upgraded);
+    return;
+  }
   for (const auto& layer : trained.layer()) copy_layer(layer.name(), layer.blobs());
-  for (const auto& layer : trained.layers()) copy_layer(layer.name(), layer.blobs());
 }
 
 void Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
@@ -180,6 +186,7 @@ void Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
   } else {
     ReadProtoFromBinaryFile(caffemodel_path, &trained);
   }
+  if (NetNeedsUpgrade(trained)) UpgradeNet(&trained, caffemodel_path);
   try {
     CopyTrainedLayersFrom(trained);
   } catch (const Error& e) {
