@@ -1,0 +1,108 @@
+// crop.cpp — Crop (Caffe's CropLayer): bottom 0 cropped to the size of bottom 1 on every axis from
+// crop_param.axis (default 2) on; earlier axes keep bottom 0's dims. crop_param.offset gives where the
+// crop starts: none (0 on every cropped axis), one (for every cropped axis) or one per cropped axis.
+// Forward: top[c] = bottom0[c + offset] for every top coordinate c. Backward: bottom 0's diff is the
+// top diff at c + offset and 0 elsewhere; bottom 1 only lends its shape (no gradient; its diff, if
+// asked for, is 0). A crop that does not fit inside bottom 0 is an Error naming both shapes.
+// GPU: one index-mapped copy (CropCopyGpu, cuda/shape_ops.cu), after zeroing bottom 0's diff.
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/shape_ops.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+#include "cortado/math_gpu.hpp"
+
+namespace cortado {
+
+class CropLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Crop"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  int ExactNumBottomBlobs() const override { return 2; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool AllowForceBackward(int bottom_index) const override { return bottom_index == 0; }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const CropParameter& p = param_.crop_param();
+    const Blob& data = *bottom[0];
+    const Blob& ref = *bottom[1];
+    const int n = data.num_axes();
+    CORTADO_REQUIRE(ref.num_axes() == n, Describe(), ": bottoms must have the same number of axes, got ",
+                    data.shape_string(), " and ", ref.shape_string());
+    CORTADO_REQUIRE(p.axis() >= -n && p.axis() < n, Describe(), ": crop_param.axis ", p.axis(),
+                    " is out of range for bottom shape ", data.shape_string());
+    const int start = p.axis() < 0 ? p.axis() + n : p.axis();
+    CORTADO_REQUIRE(p.offset_size() <= 1 || p.offset_size() == n - start, Describe(), ": ", p.offset_size(),
+                    " offsets given but ", n - start, " axes are cropped (give one offset, or one per axis from ",
+                    start, ")");
+    std::vector<int> shape = data.shape();
+    offsets_.assign(n, 0);
+    for (int i = start; i < n; ++i) {
+      const int64_t offset = p.offset_size() == 0 ? 0 : p.offset(p.offset_size() == 1 ? 0 : i - start);
+      CORTADO_REQUIRE(offset + ref.shape(i) <= data.shape(i), Describe(), ": cannot crop bottom shape ",
+                      data.shape_string(), " to reference shape ", ref.shape_string(), " at offset ", offset,
+                      " on axis ", i);
+      offsets_[i] = static_cast<int>(offset);
+      shape[i] = ref.shape(i);
+    }
+    top[0]->Reshape(shape);
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    Copy(*bottom[0], *top[0], bottom[0]->data(), top[0]->data(), false);
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (propagate_down.size() > 1 && propagate_down[1] && bottom[1]->has_diff())
+      cpu_set(bottom[1]->count(), 0.0f, bottom[1]->diff());
+    if (!propagate_down[0]) return;
+    cpu_set(bottom[0]->count(), 0.0f, bottom[0]->diff());
+    Copy(*bottom[0], *top[0], top[0]->diff(), bottom[0]->diff(), true);
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    CropCopyGpu(ctx_, top[0]->num_axes(), top[0]->shape().data(), bottom[0]->shape().data(), offsets_.data(),
+                bottom[0]->data(), top[0]->data(), false);
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (propagate_down.size() > 1 && propagate_down[1] && bottom[1]->has_diff())
+      gpu_set(ctx_, bottom[1]->count(), 0.0f, bottom[1]->diff());
+    if (!propagate_down[0]) return;
+    gpu_set(ctx_, bottom[0]->count(), 0.0f, bottom[0]->diff());
+    CropCopyGpu(ctx_, top[0]->num_axes(), top[0]->shape().data(), bottom[0]->shape().data(), offsets_.data(),
+                top[0]->diff(), bottom[0]->diff(), true);
+  }
+
+ private:
+  // Forward (backward false): cropped[c] = full[c + offset]; backward: full[c + offset] = cropped[c].
+  // Walks the top's coordinates like an odometer; src/dst are the full and cropped arrays' values.
+  void Copy(const Blob& full, const Blob& cropped, const float* src, float* dst, bool backward) const {
+    const int n = cropped.num_axes();
+    const int64_t count = cropped.count();
+    if (count == 0) return;
+    std::vector<int64_t> stride(n, 1);
+    for (int d = n - 2; d >= 0; --d) stride[d] = stride[d + 1] * full.shape(d + 1);
+    std::vector<int> c(n, 0);
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t b = 0;
+      for (int d = 0; d < n; ++d) b += (c[d] + offsets_[d]) * stride[d];
+      if (backward) {
+        dst[b] = src[i];
+      } else {
+        dst[i] = src[b];
+      }
+      for (int d = n - 1; d >= 0 && ++c[d] == cropped.shape(d); --d) c[d] = 0;
+    }
+  }
+
+  std::vector<int> offsets_;
+};
+
+CORTADO_REGISTER_LAYER(Crop, CropLayer);
+
+}  // namespace cortado

@@ -1,0 +1,77 @@
+// tile.cpp — Tile (Caffe's TileLayer): tile_param.tiles copies of the bottom along tile_param.axis
+// (default 1; negative counts from the end). With outer = Π dims before the axis and inner = Π dims
+// from the axis on, top[o, t, j] = bottom[o, j] for t < tiles, so the top's axis dim is tiles times
+// the bottom's. Backward sums the copies: dbottom[o, j] = Σ_t dtop[o, t, j].
+// GPU: the same two loops as kernels (TileForwardGpu / TileBackwardGpu, cuda/shape_ops.cu).
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/kernels/shape_ops.hpp"
+#include "cortado/layer_registry.hpp"
+#include "cortado/math.hpp"
+
+namespace cortado {
+
+class TileLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "Tile"; }
+  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const TileParameter& p = param_.tile_param();
+    const int n = bottom[0]->num_axes();
+    CORTADO_REQUIRE(p.has_tiles(), Describe(), ": tile_param.tiles must be given");
+    CORTADO_REQUIRE(p.tiles() > 0, Describe(), ": tile_param.tiles must be positive, got ", p.tiles());
+    CORTADO_REQUIRE(p.axis() >= -n && p.axis() < n, Describe(), ": tile_param.axis ", p.axis(),
+                    " is out of range for bottom shape ", bottom[0]->shape_string());
+    axis_ = p.axis() < 0 ? p.axis() + n : p.axis();
+    tiles_ = p.tiles();
+    std::vector<int> shape = bottom[0]->shape();
+    shape[axis_] *= tiles_;
+    top[0]->Reshape(shape);
+  }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t outer = bottom[0]->count(0, axis_), inner = bottom[0]->count(axis_);
+    const float* x = bottom[0]->data();
+    float* y = top[0]->data();
+    for (int64_t o = 0; o < outer; ++o)
+      for (int t = 0; t < tiles_; ++t) cpu_copy(inner, x + o * inner, y + (o * tiles_ + t) * inner);
+  }
+
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const int64_t outer = bottom[0]->count(0, axis_), inner = bottom[0]->count(axis_);
+    const float* dy = top[0]->diff();
+    float* dx = bottom[0]->diff();
+    for (int64_t o = 0; o < outer; ++o) {
+      float* row = dx + o * inner;
+      cpu_copy(inner, dy + o * tiles_ * inner, row);
+      for (int t = 1; t < tiles_; ++t) cpu_axpy(inner, 1.0f, dy + (o * tiles_ + t) * inner, row);
+    }
+  }
+
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    TileForwardGpu(ctx_, bottom[0]->count(0, axis_), bottom[0]->count(axis_), tiles_, bottom[0]->data(),
+                   top[0]->data());
+  }
+
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
+                    const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    TileBackwardGpu(ctx_, bottom[0]->count(0, axis_), bottom[0]->count(axis_), tiles_, top[0]->diff(),
+                    bottom[0]->diff());
+  }
+
+ private:
+  int axis_ = 1;
+  int tiles_ = 1;
+};
+
+CORTADO_REGISTER_LAYER(Tile, TileLayer);
+
+}  // namespace cortado
