@@ -144,6 +144,18 @@ class LossLayer : public Layer {
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
 };
 
+// Caffe's loss normalizer for the modes known before the forward pass: FULL outer·inner, BATCH_SIZE
+// outer, NONE (and VALID, whose count comes later) 1.
+double FixedLossNormalizer(LossParameter::NormalizationMode mode, int64_t outer, int64_t inner);
+// The normalizer a loss divides by: VALID the count of labels not ignored, else FixedLossNormalizer;
+// at least 1.
+double LossNormalizer(LossParameter::NormalizationMode mode, int64_t outer, int64_t inner, int64_t valid_count);
+
+// The one-line error for a label outside [0, classes) at `position`; `also` names what else is
+// allowed (" or ignore_label N").
+[[noreturn]] void FailBadLabel(const std::string& who, float label, int64_t position, int64_t classes,
+                               const std::string& also = "");
+
 // Element-wise layers: one bottom, one top of the same shape; in-place allowed.
 class NeuronLayer : public Layer {
  public:

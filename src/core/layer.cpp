@@ -4,6 +4,8 @@
 
 #include <glog/logging.h>
 
+#include <algorithm>
+
 #include "cortado/error.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -101,6 +103,24 @@ void Layer::Forward_gpu(const BlobVec&, const BlobVec&) {
 
 void Layer::Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) {
   Fail(Describe(), ": has no GPU implementation yet; run the net with solver_mode: CPU");
+}
+
+double FixedLossNormalizer(LossParameter::NormalizationMode mode, int64_t outer, int64_t inner) {
+  switch (mode) {
+    case LossParameter::FULL: return static_cast<double>(outer * inner);
+    case LossParameter::BATCH_SIZE: return static_cast<double>(outer);
+    default: return 1;
+  }
+}
+
+double LossNormalizer(LossParameter::NormalizationMode mode, int64_t outer, int64_t inner, int64_t valid_count) {
+  const double n = mode == LossParameter::VALID ? static_cast<double>(valid_count) : FixedLossNormalizer(mode, outer, inner);
+  return std::max(n, 1.0);
+}
+
+void FailBadLabel(const std::string& who, float label, int64_t position, int64_t classes, const std::string& also) {
+  Fail(who, ": label ", label, " (at position ", position, ") is outside the valid range [0, ", classes,
+       "); labels must be class indices", also);
 }
 
 void LossLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {

@@ -97,19 +97,9 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
     return l == ignore_label_;
   }
 
-  double Normalizer() const {
-    const double n = normalization_ == LossParameter::VALID ? static_cast<double>(valid_count_) : FixedNormalizer();
-    return std::max(n, 1.0);
-  }
-
+  double Normalizer() const { return LossNormalizer(normalization_, outer_, inner_, valid_count_); }
   // The normalizer of every mode but VALID (whose count is known only after the forward pass).
-  double FixedNormalizer() const {
-    switch (normalization_) {
-      case LossParameter::FULL: return static_cast<double>(outer_ * inner_);
-      case LossParameter::BATCH_SIZE: return static_cast<double>(outer_);
-      default: return 1;
-    }
-  }
+  double FixedNormalizer() const { return FixedLossNormalizer(normalization_, outer_, inner_); }
 
   Blob* work_ = nullptr;  // GPU nets: the kernels' partial sums and normalizer
   bool has_ignore_label_ = false;

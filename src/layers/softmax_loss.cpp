@@ -138,24 +138,13 @@ class SoftmaxWithLossLayer : public LossLayer {
  private:
   // One message for both devices.
   [[noreturn]] void FailBadLabel(float label, int64_t position) const {
-    Fail(Describe(), ": label ", label, " (at position ", position, ") is outside the valid range [0, ",
-         channels_, "); labels must be class indices",
-         has_ignore_label_ ? " or ignore_label " + std::to_string(ignore_label_) : "");
+    cortado::FailBadLabel(Describe(), label, position, channels_,
+                          has_ignore_label_ ? " or ignore_label " + std::to_string(ignore_label_) : "");
   }
 
-  double Normalizer() const {
-    const double n = normalization_ == LossParameter::VALID ? static_cast<double>(valid_count_) : FixedNormalizer();
-    return std::max(n, 1.0);
-  }
-
+  double Normalizer() const { return LossNormalizer(normalization_, outer_, inner_, valid_count_); }
   // The normalizer of every mode but VALID (whose count is known only after the forward pass).
-  double FixedNormalizer() const {
-    switch (normalization_) {
-      case LossParameter::FULL: return static_cast<double>(outer_ * inner_);
-      case LossParameter::BATCH_SIZE: return static_cast<double>(outer_);
-      default: return 1;
-    }
-  }
+  double FixedNormalizer() const { return FixedLossNormalizer(normalization_, outer_, inner_); }
 
   std::unique_ptr<Layer> softmax_;
   BlobVec softmax_bottom_, softmax_top_;

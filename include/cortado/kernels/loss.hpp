@@ -1,7 +1,6 @@
 // kernels/loss.hpp — launchers of the GPU code behind SigmoidCrossEntropyLoss, ContrastiveLoss,
 // HingeLoss and MultinomialLogisticLoss (src/layers/cuda/losses.cu; in a CPU-only build
-// src/layers/no_gpu/loss_stub.cpp, which throws), and the bad-label error of HingeLoss and
-// MultinomialLogisticLoss, worded as SoftmaxWithLoss's. No CUDA types. Every pointer is a device
+// src/layers/no_gpu/loss_stub.cpp, which throws). No CUDA types. Every pointer is a device
 // pointer unless its name says host; everything runs on the context's compute stream without
 // waiting, except the functions that say they wait. Losses are summed in double in a fixed order and written to the loss top on the
 // device; the backward kernels read dloss (the loss top's diff) on the device.
@@ -14,14 +13,6 @@
 #include "cortado/error.hpp"
 
 namespace cortado {
-
-// The one-line error for a label outside [0, classes), worded as SoftmaxWithLoss's (which adds
-// `also`: " or ignore_label N" when it has one).
-[[noreturn]] inline void FailBadLabel(const std::string& who, float label, int64_t position, int64_t classes,
-                                      const std::string& also = "") {
-  Fail(who, ": label ", label, " (at position ", position, ") is outside the valid range [0, ", classes,
-       "); labels must be class indices", also);
-}
 
 // Floats of the scratch the loss kernels share between forward and backward (block partial sums,
 // the normalizer, the bad-label flag).
