@@ -160,9 +160,25 @@ double LossNormalizer(LossParameter::NormalizationMode mode, int64_t outer, int6
 class NeuronLayer : public Layer {
  public:
   using Layer::Layer;
-  void Reshape(const BlobVec& bottom, const BlobVec& top) override { top[0]->ReshapeLike(*bottom[0]); }
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    top[0]->ReshapeLike(*bottom[0]);
+    if (input_copy_) input_copy_->ReshapeLike(*bottom[0]);
+  }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+
+ protected:
+  // For a layer whose backward reads its input x: run in place, Forward overwrites x. LayerSetUp calls
+  // KeepInputWhenInPlace, Forward calls SaveInput before writing the top, and Backward reads x
+  // through ForwardInput.
+  void KeepInputWhenInPlace(const BlobVec& bottom, const BlobVec& top) {
+    if (top[0] == bottom[0]) input_copy_ = AddScratch();
+  }
+  void SaveInput(const BlobVec& bottom);  // on the context's device
+  const float* ForwardInput(const BlobVec& bottom) const { return (input_copy_ ? input_copy_ : bottom[0])->data(); }
+
+ private:
+  Blob* input_copy_ = nullptr;  // x, when a layer that needs it runs in place
 };
 
 }  // namespace cortado

@@ -123,6 +123,15 @@ void FailBadLabel(const std::string& who, float label, int64_t position, int64_t
        "); labels must be class indices", also);
 }
 
+void NeuronLayer::SaveInput(const BlobVec& bottom) {
+  if (input_copy_ == nullptr) return;
+  if (ctx_.device() == Device::kGPU) {
+    gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), input_copy_->data());
+  } else {
+    cpu_copy(bottom[0]->count(), bottom[0]->data(), input_copy_->data());
+  }
+}
+
 void LossLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   if (param_.loss_weight_size() == 0) set_loss(0, 1.0f);
 }

@@ -22,12 +22,7 @@ class BNLLLayer : public NeuronLayer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
-    if (top[0] == bottom[0]) bottom_copy_ = AddScratch();
-  }
-
-  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
-    NeuronLayer::Reshape(bottom, top);
-    if (bottom_copy_) bottom_copy_->ReshapeLike(*bottom[0]);
+    KeepInputWhenInPlace(bottom, top);
   }
 
  protected:
@@ -35,14 +30,14 @@ class BNLLLayer : public NeuronLayer {
     const float* x = bottom[0]->data();
     float* y = top[0]->data();
     const int64_t n = bottom[0]->count();
-    if (bottom_copy_) cpu_copy(n, x, bottom_copy_->data());
+    SaveInput(bottom);
     for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0 ? x[i] + std::log1p(std::exp(-x[i])) : std::log1p(std::exp(x[i]));
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    const float* x = ForwardInput(bottom);
     const float* dy = top[0]->diff();
     float* dx = bottom[0]->diff();
     for (int64_t i = 0; i < bottom[0]->count(); ++i) {
@@ -53,19 +48,16 @@ class BNLLLayer : public NeuronLayer {
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     const int64_t n = bottom[0]->count();
-    if (bottom_copy_) gpu_copy(ctx_, n, bottom[0]->data(), bottom_copy_->data());
+    SaveInput(bottom);
     BNLLForwardGpu(ctx_, n, bottom[0]->data(), top[0]->data());
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    const float* x = ForwardInput(bottom);
     BNLLBackwardGpu(ctx_, bottom[0]->count(), x, top[0]->diff(), bottom[0]->diff());
   }
-
- private:
-  Blob* bottom_copy_ = nullptr;  // x, when run in place
 };
 
 CORTADO_REGISTER_LAYER(BNLL, BNLLLayer);

@@ -31,12 +31,7 @@ class LogLayer : public NeuronLayer {
     shift_ = p.shift();
     base_scale_ = 1.0f / log_base;
     num_scale_ = scale_ / log_base;
-    if (top[0] == bottom[0]) bottom_copy_ = AddScratch();
-  }
-
-  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
-    NeuronLayer::Reshape(bottom, top);
-    if (bottom_copy_) bottom_copy_->ReshapeLike(*bottom[0]);
+    KeepInputWhenInPlace(bottom, top);
   }
 
  protected:
@@ -44,14 +39,14 @@ class LogLayer : public NeuronLayer {
     const float* x = bottom[0]->data();
     float* y = top[0]->data();
     const int64_t n = bottom[0]->count();
-    if (bottom_copy_) cpu_copy(n, x, bottom_copy_->data());
+    SaveInput(bottom);
     for (int64_t i = 0; i < n; ++i) y[i] = base_scale_ * std::log(shift_ + scale_ * x[i]);
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    const float* x = ForwardInput(bottom);
     const float* dy = top[0]->diff();
     float* dx = bottom[0]->diff();
     for (int64_t i = 0; i < bottom[0]->count(); ++i) dx[i] = dy[i] * (num_scale_ / (shift_ + scale_ * x[i]));
@@ -59,20 +54,19 @@ class LogLayer : public NeuronLayer {
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     const int64_t n = bottom[0]->count();
-    if (bottom_copy_) gpu_copy(ctx_, n, bottom[0]->data(), bottom_copy_->data());
+    SaveInput(bottom);
     LogForwardGpu(ctx_, n, scale_, shift_, base_scale_, bottom[0]->data(), top[0]->data());
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    const float* x = ForwardInput(bottom);
     LogBackwardGpu(ctx_, bottom[0]->count(), scale_, shift_, num_scale_, x, top[0]->diff(), bottom[0]->diff());
   }
 
  private:
   float scale_ = 1, shift_ = 0, base_scale_ = 1, num_scale_ = 1;
-  Blob* bottom_copy_ = nullptr;  // x, when run in place
 };
 
 CORTADO_REGISTER_LAYER(Log, LogLayer);

@@ -27,12 +27,7 @@ class PowerLayer : public NeuronLayer {
     scale_ = p.scale();
     shift_ = p.shift();
     diff_scale_ = power_ * scale_;
-    if (top[0] == bottom[0] && diff_scale_ != 0.0f && power_ != 1.0f) bottom_copy_ = AddScratch();
-  }
-
-  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
-    NeuronLayer::Reshape(bottom, top);
-    if (bottom_copy_) bottom_copy_->ReshapeLike(*bottom[0]);
+    if (diff_scale_ != 0.0f && power_ != 1.0f) KeepInputWhenInPlace(bottom, top);
   }
 
  protected:
@@ -44,7 +39,7 @@ class PowerLayer : public NeuronLayer {
       cpu_set(n, Constant(), y);
       return;
     }
-    if (bottom_copy_) cpu_copy(n, x, bottom_copy_->data());
+    SaveInput(bottom);
     for (int64_t i = 0; i < n; ++i) y[i] = PowUnlessOne(shift_ + scale_ * x[i], power_);
   }
 
@@ -62,7 +57,7 @@ class PowerLayer : public NeuronLayer {
       cpu_scale(n, diff_scale_, dy, dx);
       return;
     }
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    const float* x = ForwardInput(bottom);
     for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * diff_scale_ * PowUnlessOne(shift_ + scale_ * x[i], power_ - 1.0f);
   }
 
@@ -72,7 +67,7 @@ class PowerLayer : public NeuronLayer {
       gpu_set(ctx_, n, Constant(), top[0]->data());
       return;
     }
-    if (bottom_copy_) gpu_copy(ctx_, n, bottom[0]->data(), bottom_copy_->data());
+    SaveInput(bottom);
     PowerForwardGpu(ctx_, n, power_, scale_, shift_, bottom[0]->data(), top[0]->data());
   }
 
@@ -88,7 +83,7 @@ class PowerLayer : public NeuronLayer {
       gpu_scale(ctx_, n, diff_scale_, top[0]->diff(), bottom[0]->diff());
       return;
     }
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+    const float* x = ForwardInput(bottom);
     PowerBackwardGpu(ctx_, n, power_, scale_, shift_, x, top[0]->diff(), bottom[0]->diff());
   }
 
@@ -98,7 +93,6 @@ class PowerLayer : public NeuronLayer {
   float Constant() const { return power_ == 0.0f ? 1.0f : std::pow(shift_, power_); }
 
   float power_ = 1, scale_ = 1, shift_ = 0, diff_scale_ = 1;
-  Blob* bottom_copy_ = nullptr;  // x, when run in place with p ≠ 1
 };
 
 CORTADO_REGISTER_LAYER(Power, PowerLayer);
