@@ -38,6 +38,7 @@
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "conv_geometry.hpp"
 
 namespace cortado {
 
@@ -52,17 +53,6 @@ constexpr int64_t kKeepFloats = (int64_t{64} << 20) / sizeof(float);
 // The most workspace one layer's cuDNN algorithms may use (cuDNN ranks faster algorithms that need
 // more below this limit).
 constexpr size_t kCudnnWorkspaceBytes = size_t{64} << 20;
-
-using Repeated = google::protobuf::RepeatedField<uint32_t>;
-
-// A repeated spatial parameter: empty → fallback; one value for both axes; or (h, w).
-void ReadPair(const Layer& layer, const char* name, const Repeated& values, int fallback, int* h,
-              int* w) {
-  CORTADO_REQUIRE(values.size() <= 2, layer.Describe(), ": ", name,
-                  " takes one value or one per spatial axis (2), but has ", values.size());
-  *h = values.empty() ? fallback : static_cast<int>(values.Get(0));
-  *w = values.empty() ? fallback : static_cast<int>(values.Get(values.size() - 1));
-}
 
 // Σ x[0..n), with eight partial sums so the loop vectorises and is not bound by add latency.
 float Sum(const float* x, int64_t n) {
@@ -89,21 +79,12 @@ class ConvolutionLayer : public Layer {
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const ConvolutionParameter& p = param_.convolution_param();
-    const Blob& x = *bottom[0];
-    CORTADO_REQUIRE(x.num_axes() == 4 && x.CanonicalAxisIndex(p.axis()) == 1, Describe(),
-                    ": only 2-D convolution is supported (a 4-D bottom with channel axis 1), but the "
-                    "bottom is ", x.shape_string(), " with axis ", p.axis());
-    ReadGeometry(p);
-    num_output_ = static_cast<int>(p.num_output());
-    group_ = static_cast<int>(p.group());
-    channels_ = x.shape(1);
-    CORTADO_REQUIRE(num_output_ > 0, Describe(), ": num_output must be positive");
-    CORTADO_REQUIRE(group_ > 0, Describe(), ": group must be positive");
-    CORTADO_REQUIRE(channels_ % group_ == 0, Describe(), ": the input's ", channels_,
-                    " channels are not divisible by group ", group_);
-    CORTADO_REQUIRE(num_output_ % group_ == 0, Describe(), ": num_output ", num_output_,
-                    " is not divisible by group ", group_);
-    bias_term_ = p.bias_term();
+    const ConvSettings s = ReadConvSettings(*this, *bottom[0]);
+    geom_ = s.geom;
+    num_output_ = s.num_output;
+    group_ = s.group;
+    channels_ = s.channels;
+    bias_term_ = s.bias_term;
     blobs_.push_back(std::make_shared<Blob>(
         std::vector<int>{num_output_, channels_ / group_, geom_.kernel_h, geom_.kernel_w}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
@@ -335,40 +316,6 @@ class ConvolutionLayer : public Layer {
   };
   GemmDims GemmSizes() const {
     return {static_cast<int>(geom_.out_size()), num_output_ / group_, static_cast<int>(geom_.col_rows() / group_)};
-  }
-
-  void ReadGeometry(const ConvolutionParameter& p) {
-    if (p.has_kernel_h() || p.has_kernel_w()) {
-      CORTADO_REQUIRE(p.has_kernel_h() && p.has_kernel_w(), Describe(), ": give both kernel_h and kernel_w");
-      CORTADO_REQUIRE(p.kernel_size_size() == 0, Describe(), ": give kernel_size or kernel_h/kernel_w, not both");
-      geom_.kernel_h = static_cast<int>(p.kernel_h());
-      geom_.kernel_w = static_cast<int>(p.kernel_w());
-    } else {
-      CORTADO_REQUIRE(p.kernel_size_size() > 0, Describe(), ": kernel_size (or kernel_h and kernel_w) is required");
-      ReadPair(*this, "kernel_size", p.kernel_size(), 0, &geom_.kernel_h, &geom_.kernel_w);
-    }
-    if (p.has_pad_h() || p.has_pad_w()) {
-      CORTADO_REQUIRE(p.pad_size() == 0, Describe(), ": give pad or pad_h/pad_w, not both");
-      geom_.pad_h = static_cast<int>(p.pad_h());
-      geom_.pad_w = static_cast<int>(p.pad_w());
-    } else {
-      ReadPair(*this, "pad", p.pad(), 0, &geom_.pad_h, &geom_.pad_w);
-    }
-    if (p.has_stride_h() || p.has_stride_w()) {
-      CORTADO_REQUIRE(p.has_stride_h() && p.has_stride_w(), Describe(), ": give both stride_h and stride_w");
-      CORTADO_REQUIRE(p.stride_size() == 0, Describe(), ": give stride or stride_h/stride_w, not both");
-      geom_.stride_h = static_cast<int>(p.stride_h());
-      geom_.stride_w = static_cast<int>(p.stride_w());
-    } else {
-      ReadPair(*this, "stride", p.stride(), 1, &geom_.stride_h, &geom_.stride_w);
-    }
-    ReadPair(*this, "dilation", p.dilation(), 1, &geom_.dilation_h, &geom_.dilation_w);
-    CORTADO_REQUIRE(geom_.kernel_h > 0 && geom_.kernel_w > 0, Describe(), ": kernel size must be positive, got ",
-                    geom_.kernel_h, "x", geom_.kernel_w);
-    CORTADO_REQUIRE(geom_.stride_h > 0 && geom_.stride_w > 0, Describe(), ": stride must be positive, got ",
-                    geom_.stride_h, "x", geom_.stride_w);
-    CORTADO_REQUIRE(geom_.dilation_h > 0 && geom_.dilation_w > 0, Describe(),
-                    ": dilation must be positive, got ", geom_.dilation_h, "x", geom_.dilation_w);
   }
 
   void CheckFits(const char* axis, int size, int pad, int kernel, int dilation, int extent) const {

@@ -1,4 +1,4 @@
-// pooling.cpp — Pooling (MAX, AVE) over 2-D windows, Caffe's semantics.
+// pooling.cpp — Pooling (MAX, AVE, STOCHASTIC) over 2-D windows, Caffe's semantics.
 //
 // Bottom (N, C, H, W) → top (N, C, PH, PW), with
 //   PH = ceil((H + 2·pad_h − kernel_h) / stride_h) + 1   (round_mode CEIL, the default; FLOOR floors)
@@ -9,15 +9,27 @@
 //        dx[argmax] += dy.
 //   AVE: y = Σ window / size, where size counts the window clipped to the *padded* image
 //        (rows up to H + pad_h), so padding counts as zeros. dx += dy / size over the window.
+//   STOCHASTIC (no padding, as in Caffe; activations meant to be non-negative):
+//     TRAIN: y = one element of the window, sampled with probability proportional to its value (the
+//        first in row-major order whose running sum reaches u·Σ window, u uniform in (0, 1]); its
+//        index is kept and dx[index] += dy. The draws come from a seed taken from the context's RNG
+//        each Forward, so a run is reproducible by seed.
+//     TEST: y = Σx² / Σx over the window (0 when Σx ≤ 0). dx += dy·(2x − y) / Σx, the exact gradient
+//        (Caffe reads a stale sample index here).
+//     Caffe runs STOCHASTIC on the GPU only; both devices here share the window arithmetic
+//     (kernels/stochastic_pool.hpp), so they draw the same samples.
 // A window left empty (possible only without padding when stride > kernel) gives y = 0.
 // GPU: kernels/dense.hpp (pooling.cu), the same windows and arithmetic: forward equals the CPU's bit
-// for bit.
+// for bit (STOCHASTIC's TEST values up to rounding).
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <random>
 
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
+#include "cortado/kernels/stochastic_pool.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 
@@ -36,8 +48,6 @@ class PoolingLayer : public Layer {
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const PoolingParameter& p = param_.pooling_param();
-    CORTADO_REQUIRE(p.pool() != PoolingParameter::STOCHASTIC, Describe(),
-                    ": STOCHASTIC pooling is not supported yet; use MAX or AVE");
     global_ = p.global_pooling();
     if (global_) {
       CORTADO_REQUIRE(!p.has_kernel_size() && !p.has_kernel_h() && !p.has_kernel_w(), Describe(),
@@ -78,7 +88,11 @@ class PoolingLayer : public Layer {
                       pad_w_, ") must be smaller than the kernel (", kernel_h_, ", ", kernel_w_, ")");
     }
     max_ = p.pool() == PoolingParameter::MAX;
+    stochastic_ = p.pool() == PoolingParameter::STOCHASTIC;
+    CORTADO_REQUIRE(!stochastic_ || (pad_h_ == 0 && pad_w_ == 0), Describe(),
+                    ": padding is implemented only for AVE and MAX pooling, not STOCHASTIC");
     if (max_ && top.size() == 1) mask_ = AddScratch();
+    if (stochastic_) pick_ = AddScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -96,6 +110,7 @@ class PoolingLayer : public Layer {
     const std::vector<int> shape{x.shape(0), x.shape(1), out_h_, out_w_};
     for (Blob* y : top) y->Reshape(shape);
     if (mask_) mask_->Reshape(shape);
+    if (pick_) pick_->Reshape(shape);
   }
 
  protected:
@@ -106,6 +121,10 @@ class PoolingLayer : public Layer {
     const float* x = bottom[0]->data();
     float* y = top[0]->data();
     float* mask = max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr;
+    if (stochastic_) {
+      StochasticForward(planes, x, y);
+      return;
+    }
     for (int64_t c = 0; c < planes; ++c) {
       const float* in = x + c * in_plane;
       float* out = y + c * out_plane;
@@ -132,11 +151,17 @@ class PoolingLayer : public Layer {
     const float* dy = top[0]->diff();
     float* dx = bottom[0]->diff();
     cpu_set(bottom[0]->count(), 0.0f, dx);
-    const float* mask = max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr;
+    if (stochastic_ && phase() != TRAIN) {
+      StochasticTestBackward(planes, bottom[0]->data(), top[0]->data(), dy, dx);
+      return;
+    }
+    // TRAIN's samples route the gradient as MAX's argmaxes do.
+    const float* mask =
+        max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : stochastic_ ? pick_->data() : nullptr;
     for (int64_t c = 0; c < planes; ++c) {
       const float* g = dy + c * out_plane;
       float* d = dx + c * in_plane;
-      if (max_) {
+      if (mask) {
         const float* m = mask + c * out_plane;
         for (int64_t q = 0; q < out_plane; ++q)
           if (m[q] >= 0) d[static_cast<int64_t>(m[q])] += g[q];
@@ -150,6 +175,10 @@ class PoolingLayer : public Layer {
     const PoolShape s = Shape(*bottom[0]);
     if (max_) {
       MaxPoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data(), top.size() > 1 ? top[1]->data() : mask_->data());
+    } else if (stochastic_ && phase() == TRAIN) {
+      StoPoolForwardTrainGpu(ctx_, s, DrawSeed(), bottom[0]->data(), top[0]->data(), pick_->data());
+    } else if (stochastic_) {
+      StoPoolForwardTestGpu(ctx_, s, bottom[0]->data(), top[0]->data(), pick_->data());
     } else {
       AvePoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data());
     }
@@ -162,12 +191,74 @@ class PoolingLayer : public Layer {
     if (max_) {
       MaxPoolBackwardGpu(ctx_, s, top[0]->diff(), top.size() > 1 ? top[1]->data() : mask_->data(),
                          bottom[0]->diff());
+    } else if (stochastic_ && phase() == TRAIN) {
+      MaxPoolBackwardGpu(ctx_, s, top[0]->diff(), pick_->data(), bottom[0]->diff());
+    } else if (stochastic_) {
+      StoPoolBackwardTestGpu(ctx_, s, bottom[0]->data(), top[0]->data(), top[0]->diff(), pick_->data(),
+                             bottom[0]->diff());
     } else {
       AvePoolBackwardGpu(ctx_, s, top[0]->diff(), bottom[0]->diff());
     }
   }
 
  private:
+  // The seed of one Forward's STOCHASTIC draws, from the context's RNG.
+  uint64_t DrawSeed() {
+    std::mt19937& rng = ctx_.rng();
+    const uint64_t high = rng();
+    return (high << 32) | rng();
+  }
+
+  // STOCHASTIC forward on every plane: TRAIN samples (pick_ holds the indices), TEST weights by the
+  // activations (pick_ holds the window sums). Output k's draw is StochasticPoolUniform(seed, k).
+  void StochasticForward(int64_t planes, const float* x, float* y) {
+    const bool train = phase() == TRAIN;
+    const uint64_t seed = train ? DrawSeed() : 0;
+    float* pick = pick_->data();
+    int64_t k = 0;
+    for (int64_t c = 0; c < planes; ++c) {
+      const float* in = x + c * height_ * width_;
+      for (int ph = 0; ph < out_h_; ++ph) {
+        int h0, h1, w0, w1;
+        Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+        for (int pw = 0; pw < out_w_; ++pw, ++k) {
+          Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+          if (h0 >= h1 || w0 >= w1) {
+            y[k] = 0.0f;
+            pick[k] = train ? -1.0f : 0.0f;
+          } else if (train) {
+            pick[k] = static_cast<float>(
+                StochasticPoolPick(in, width_, h0, h1, w0, w1, StochasticPoolUniform(seed, k), &y[k]));
+          } else {
+            y[k] = StochasticPoolTestValue(in, width_, h0, h1, w0, w1, &pick[k]);
+          }
+        }
+      }
+    }
+  }
+
+  // TEST's gradient: dx += dy·(2x − y) / Σx over each window with Σx > 0 (pick_ holds the sums).
+  void StochasticTestBackward(int64_t planes, const float* x, const float* y, const float* dy, float* dx) const {
+    const float* sum = pick_->data();
+    int64_t k = 0;
+    for (int64_t c = 0; c < planes; ++c) {
+      const int64_t base = c * height_ * width_;
+      for (int ph = 0; ph < out_h_; ++ph) {
+        int h0, h1, w0, w1;
+        Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+        for (int pw = 0; pw < out_w_; ++pw, ++k) {
+          if (!(sum[k] > 0.0f)) continue;
+          Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+          for (int h = h0; h < h1; ++h)
+            for (int w = w0; w < w1; ++w) {
+              const int64_t i = base + h * width_ + w;
+              dx[i] += dy[k] * (2.0f * x[i] - y[k]) / sum[k];
+            }
+        }
+      }
+    }
+  }
+
   PoolShape Shape(const Blob& x) const {
     return {static_cast<int64_t>(x.shape(0)) * x.shape(1), height_, width_, out_h_, out_w_, kernel_h_, kernel_w_,
             pad_h_, pad_w_, stride_h_, stride_w_};
@@ -279,10 +370,11 @@ class PoolingLayer : public Layer {
     }
   }
 
-  bool max_ = true, global_ = false;
+  bool max_ = true, stochastic_ = false, global_ = false;
   int kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
   int height_ = 0, width_ = 0, out_h_ = 0, out_w_ = 0;
   Blob* mask_ = nullptr;  // argmax when there is no mask top (MAX only)
+  Blob* pick_ = nullptr;  // STOCHASTIC: TRAIN the sampled indices, TEST the window sums
 };
 
 CORTADO_REGISTER_LAYER(Pooling, PoolingLayer);

@@ -1,7 +1,10 @@
 // pooling_test.cpp — Pooling: output shapes (CEIL / FLOOR, the padding drop rule, global), MAX and
-// AVE against hand-worked values and a direct loop over the padded window, the mask top, gradients,
-// and the user errors.
+// AVE against hand-worked values and a direct loop over the padded window, the mask top, gradients;
+// STOCHASTIC: TEST values by hand and their gradient, TRAIN samples (always in the window, never a
+// zero, frequencies proportional to the values, reproducible by seed) and the routing of their
+// gradient; and the user errors.
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <sstream>
 
@@ -207,6 +210,123 @@ TEST(Pooling, AveGradientCheck) {
   }
 }
 
+// ---- STOCHASTIC ------------------------------------------------------------------------------------
+
+TEST(Pooling, StochasticTestPhaseByHand) {
+  // Four 2×2 windows of one 4×4 plane: Σx²/Σx, or 0 when Σx ≤ 0.
+  LayerFixture f("type: 'Pooling' phase: TEST pooling_param { pool: STOCHASTIC kernel_size: 2 stride: 2 }",
+                 {{1, 1, 4, 4}});
+  const float in[] = {1, 2, 0, 0,
+                      3, 4, 0, 0,
+                      0, 2, -1, -2,
+                      0, 2, 1, 0};
+  std::copy(in, in + 16, f.bottom(0).data());
+  f.Forward();
+  const float out[] = {(1 + 4 + 9 + 16) / 10.0f, 0.0f, (4 + 4) / 4.0f, 0.0f};
+  for (int i = 0; i < 4; ++i) EXPECT_FLOAT_EQ(f.top(0).data()[i], out[i]) << i;
+  // Backward: dx = dy·(2x − y)/Σx in windows with Σx > 0, else 0.
+  for (int i = 0; i < 4; ++i) f.top(0).diff()[i] = 1.0f;
+  f.Backward();
+  EXPECT_FLOAT_EQ(f.bottom(0).diff()[0], (2 * 1 - 3.0f) / 10);
+  EXPECT_FLOAT_EQ(f.bottom(0).diff()[5], (2 * 4 - 3.0f) / 10);
+  EXPECT_FLOAT_EQ(f.bottom(0).diff()[9], (2 * 2 - 2.0f) / 4);
+  EXPECT_FLOAT_EQ(f.bottom(0).diff()[8], (2 * 0 - 2.0f) / 4);
+  EXPECT_FLOAT_EQ(f.bottom(0).diff()[2], 0.0f);
+  EXPECT_FLOAT_EQ(f.bottom(0).diff()[10], 0.0f);
+}
+
+TEST(Pooling, StochasticTestPhaseGradientCheck) {
+  for (const char* text : {"kernel_size: 2 stride: 2", "kernel_size: 3 stride: 2", "kernel_h: 3 kernel_w: 2 stride: 1",
+                           "global_pooling: true"}) {
+    SCOPED_TRACE(text);
+    LayerFixture f(std::string("type: 'Pooling' phase: TEST pooling_param { pool: STOCHASTIC ") + text + " }",
+                   {{2, 2, 5, 6}});
+    FillUniform(&f.bottom(0), f.rng(), 0.5f, 2.0f);
+    CheckGradient(f);
+  }
+}
+
+TEST(Pooling, StochasticTrainSamplesInsideTheWindow) {
+  // Overlapping 3×3 windows, stride 2, on non-negative values with many zeros: every output is one of
+  // its window's values, never a zero when the window has a positive value, and Backward routes dy to
+  // exactly the sampled elements.
+  LayerFixture f("type: 'Pooling' phase: TRAIN pooling_param { pool: STOCHASTIC kernel_size: 3 stride: 2 }",
+                 {{2, 3, 9, 8}});
+  const int h = 9, w = 8, oh = f.top(0).shape(2), ow = f.top(0).shape(3);
+  ASSERT_EQ(oh, 4);
+  ASSERT_EQ(ow, 4);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> value(0.0f, 1.0f);
+  for (int64_t i = 0; i < f.bottom(0).count(); ++i) {
+    const float v = value(rng);
+    f.bottom(0).data()[i] = v < 0.5f ? 0.0f : v;
+  }
+  for (int round = 0; round < 3; ++round) {
+    f.Forward();
+    std::vector<float> routed(f.bottom(0).count(), 0.0f);
+    for (int p = 0; p < 6; ++p) {
+      const float* plane = f.bottom(0).data() + p * h * w;
+      for (int y = 0; y < oh; ++y)
+        for (int x = 0; x < ow; ++x) {
+          const int q = (p * oh + y) * ow + x;
+          const float out = f.top(0).data()[q];
+          bool positive = false;
+          for (int i = 2 * y; i < std::min(2 * y + 3, h); ++i)
+            for (int j = 2 * x; j < std::min(2 * x + 3, w); ++j) positive |= plane[i * w + j] > 0;
+          // A window of zeros yields its first element (the running sum 0 reaches 0).
+          int where = positive ? -1 : p * h * w + 2 * y * w + 2 * x;
+          for (int i = 2 * y; i < std::min(2 * y + 3, h) && positive; ++i)
+            for (int j = 2 * x; j < std::min(2 * x + 3, w); ++j)
+              if (where < 0 && plane[i * w + j] == out && out > 0) where = p * h * w + i * w + j;
+          ASSERT_GE(where, 0) << "output " << q << " = " << out << " is not a positive value of its window";
+          if (!positive) ASSERT_EQ(out, 0.0f);
+          f.top(0).diff()[q] = q + 1.0f;
+          routed[where] += q + 1.0f;  // values are distinct, so the sampled element is `where`
+        }
+    }
+    f.Backward();
+    for (size_t i = 0; i < routed.size(); ++i) ASSERT_FLOAT_EQ(f.bottom(0).diff()[i], routed[i]) << i;
+  }
+}
+
+TEST(Pooling, StochasticTrainFrequenciesFollowTheValues) {
+  // 2000 planes of one 2×2 window {0, 1, 3, 0}: 1 is drawn a quarter of the time, 3 three quarters,
+  // a zero never.
+  LayerFixture f("type: 'Pooling' phase: TRAIN pooling_param { pool: STOCHASTIC kernel_size: 2 stride: 2 }",
+                 {{1000, 2, 2, 2}});
+  for (int p = 0; p < 2000; ++p) {
+    float* plane = f.bottom(0).data() + 4 * p;
+    plane[0] = 0, plane[1] = 1, plane[2] = 3, plane[3] = 0;
+  }
+  std::map<float, int> counts;
+  for (int round = 0; round < 2; ++round) {
+    f.Forward();
+    for (int p = 0; p < 2000; ++p) ++counts[f.top(0).data()[p]];
+  }
+  EXPECT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts[1.0f] + counts[3.0f], 4000);
+  EXPECT_NEAR(counts[3.0f] / 4000.0, 0.75, 0.03);  // 4.4 standard deviations
+}
+
+TEST(Pooling, StochasticTrainIsReproducibleBySeed) {
+  const std::string text = "type: 'Pooling' phase: TRAIN pooling_param { pool: STOCHASTIC kernel_size: 3 stride: 3 }";
+  auto run = [&](uint32_t seed) {
+    LayerFixture f(text, {{4, 4, 9, 9}}, 1, seed);
+    std::mt19937 rng(1);
+    FillUniform(&f.bottom(0), rng, 0.0f, 1.0f);
+    f.Forward();
+    std::vector<float> first(f.top(0).data(), f.top(0).data() + f.top(0).count());
+    f.Forward();  // a fresh draw
+    std::vector<float> second(f.top(0).data(), f.top(0).data() + f.top(0).count());
+    return std::make_pair(first, second);
+  };
+  const auto a = run(5), b = run(5), c = run(6);
+  EXPECT_EQ(a.first, b.first);
+  EXPECT_EQ(a.second, b.second);
+  EXPECT_NE(a.first, a.second);
+  EXPECT_NE(a.first, c.first);
+}
+
 namespace {
 std::string ErrorOf(const std::string& pool_param, const std::vector<int>& shape, int tops = 1) {
   try {
@@ -219,9 +339,10 @@ std::string ErrorOf(const std::string& pool_param, const std::vector<int>& shape
 }  // namespace
 
 TEST(Pooling, UserErrors) {
-  const std::string stochastic = ErrorOf("pool: STOCHASTIC kernel_size: 2", {1, 1, 4, 4});
+  const std::string stochastic = ErrorOf("pool: STOCHASTIC kernel_size: 3 pad: 1", {1, 1, 4, 4});
   EXPECT_NE(stochastic.find("pool7"), std::string::npos) << stochastic;
-  EXPECT_NE(stochastic.find("not supported yet"), std::string::npos) << stochastic;
+  EXPECT_NE(stochastic.find("padding is implemented only for AVE and MAX"), std::string::npos) << stochastic;
+  EXPECT_NE(ErrorOf("pool: STOCHASTIC kernel_size: 2", {1, 1, 4, 4}, 2).find("at most 1 top"), std::string::npos);
   EXPECT_NE(ErrorOf("kernel_size: 2 pad: 2", {1, 1, 4, 4}).find("smaller than the kernel"), std::string::npos);
   EXPECT_NE(ErrorOf("stride: 2", {1, 1, 4, 4}).find("kernel_size"), std::string::npos);
   EXPECT_NE(ErrorOf("global_pooling: true kernel_size: 2", {1, 1, 4, 4}).find("global_pooling"), std::string::npos);

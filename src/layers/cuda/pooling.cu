@@ -1,9 +1,11 @@
 // pooling.cu — Pooling's kernels (kernels/dense.hpp). Forward: one thread per output, walking its
 // window in pooling.cpp's order with the same arithmetic, so outputs and argmaxes equal the CPU's bit
 // for bit. Backward: one thread per input element gathers, in increasing output order, the outputs
-// whose windows hold it, and writes its gradient (no atomics, no zeroing pass).
+// whose windows hold it, and writes its gradient (no atomics, no zeroing pass). STOCHASTIC runs
+// kernels/stochastic_pool.hpp's window arithmetic, the CPU's own, one thread per output.
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/kernels/dense.hpp"
+#include "cortado/kernels/stochastic_pool.hpp"  // StochasticPoolUniform, StochasticPoolPick, StochasticPoolTestValue
 
 namespace cortado {
 
@@ -107,6 +109,61 @@ __global__ void AvePoolBackwardKernel(int64_t n, PoolShape s, const float* dy, f
   }
 }
 
+// STOCHASTIC, TRAIN: output k samples its window with the draw StochasticPoolUniform(seed, k).
+__global__ void StoPoolForwardTrainKernel(int64_t n, PoolShape s, uint64_t seed, const float* x, float* y,
+                                          float* pick) {
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
+    const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
+    int h0, h1, w0, w1;
+    Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    float value = 0.0f;
+    int index = -1;
+    if (h0 < h1 && w0 < w1)
+      index = StochasticPoolPick(in, s.width, h0, h1, w0, w1, StochasticPoolUniform(seed, static_cast<uint64_t>(k)),
+                                 &value);
+    y[k] = value;
+    pick[k] = static_cast<float>(index);
+  }
+}
+
+// STOCHASTIC, TEST: y = Σx² / Σx (0 when Σx ≤ 0), sum = Σx.
+__global__ void StoPoolForwardTestKernel(int64_t n, PoolShape s, const float* x, float* y, float* sum) {
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
+    const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
+    int h0, h1, w0, w1;
+    Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    float value = 0.0f, total = 0.0f;
+    if (h0 < h1 && w0 < w1) value = StochasticPoolTestValue(in, s.width, h0, h1, w0, w1, &total);
+    y[k] = value;
+    sum[k] = total;
+  }
+}
+
+// STOCHASTIC, TEST's gradient, one thread per input element: Σ over the windows holding it (every
+// output in the Outputs range does: there is no padding) with sum > 0 of dy·(2x − y) / sum.
+__global__ void StoPoolBackwardTestKernel(int64_t n, PoolShape s, const float* x, const float* y, const float* dy,
+                                          const float* sum, float* dx) {
+  CORTADO_KERNEL_LOOP(k, n) {
+    const int w = static_cast<int>(k % s.width), h = static_cast<int>(k / s.width % s.height);
+    const int64_t out_base = k / (static_cast<int64_t>(s.width) * s.height) * s.out_h * s.out_w;
+    int ph0, ph1, pw0, pw1;
+    Outputs(h, s.stride_h, s.pad_h, s.kernel_h, s.out_h, &ph0, &ph1);
+    Outputs(w, s.stride_w, s.pad_w, s.kernel_w, s.out_w, &pw0, &pw1);
+    const float v = x[k];
+    float g = 0.0f;
+    for (int ph = ph0; ph < ph1; ++ph)
+      for (int pw = pw0; pw < pw1; ++pw) {
+        const int64_t q = out_base + ph * s.out_w + pw;
+        if (sum[q] > 0.0f) g += dy[q] * (2.0f * v - y[q]) / sum[q];
+      }
+    dx[k] = g;
+  }
+}
+
 int64_t Outputs(const PoolShape& s) { return s.planes * s.out_h * s.out_w; }
 int64_t Inputs(const PoolShape& s) { return s.planes * s.height * s.width; }
 
@@ -137,6 +194,28 @@ void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float
   const int64_t n = Inputs(s);
   if (n == 0) return;
   AvePoolBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, dy, dx);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, uint64_t seed, const float* x, float* y, float* pick) {
+  const int64_t n = Outputs(s);
+  if (n == 0) return;
+  StoPoolForwardTrainKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, seed, x, y, pick);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void StoPoolForwardTestGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* sum) {
+  const int64_t n = Outputs(s);
+  if (n == 0) return;
+  StoPoolForwardTestKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y, sum);
+  CORTADO_CUDA_LAUNCH_CHECK();
+}
+
+void StoPoolBackwardTestGpu(Context& ctx, const PoolShape& s, const float* x, const float* y, const float* dy,
+                            const float* sum, float* dx) {
+  const int64_t n = Inputs(s);
+  if (n == 0) return;
+  StoPoolBackwardTestKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y, dy, sum, dx);
   CORTADO_CUDA_LAUNCH_CHECK();
 }
 
