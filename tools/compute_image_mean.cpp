@@ -1,7 +1,7 @@
-// compute_image_mean.cpp — the per-pixel mean of every Datum in an LMDB (uint8 data, float_data, or
-// encoded images, decoded as stored), as Caffe's tool: a BlobProto of shape 1×C×H×W in the legacy
-// num/channels/height/width fields, written atomically when a path is given, and the per-channel
-// means logged. Sums are kept in double, so that large databases lose no precision.
+// compute_image_mean.cpp — the per-pixel mean of every Datum in an LMDB or a LevelDB (--backend; uint8
+// data, float_data, or encoded images, decoded as stored), as Caffe's tool: a BlobProto of shape
+// 1×C×H×W in the legacy num/channels/height/width fields, written atomically when a path is given, and
+// the per-channel means logged. Sums are kept in double, so that large databases lose no precision.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -16,7 +16,7 @@
 #include "cortado/io.hpp"
 #include "cortado/tool.hpp"
 
-DEFINE_string(backend, "lmdb", "The database format to read; only lmdb is supported");
+DEFINE_string(backend, "lmdb", "The database format to read: lmdb or leveldb");
 
 namespace {
 
@@ -28,19 +28,18 @@ std::string ShapeText(int channels, int height, int width) {
 }
 
 int Compute(const std::string& db_path, const std::string& mean_path) {
-  if (FLAGS_backend == "leveldb") Fail("--backend=leveldb is not supported; use --backend=lmdb");
-  if (FLAGS_backend != "lmdb") Fail("unknown --backend=", FLAGS_backend, "; use --backend=lmdb");
-  cortado::LmdbCursor cursor(db_path, "DB");  // a missing or empty database is an Error
-  const uint64_t count = cursor.num_records();
+  // A missing or empty database is an Error.
+  const auto records = cortado::OpenRecords(cortado::ParseBackendFlag(FLAGS_backend), db_path, "");
+  const uint64_t count = records->size();
   Datum datum, decoded;
   int channels = 0, height = 0, width = 0;
   std::vector<double> sum;
   LOG(INFO) << "Starting iteration";
   for (uint64_t n = 0; n < count; ++n) {
-    if (n > 0) cursor.Next();  // not after the last record: the cursor would wrap around
-    const std::string key(cursor.key());
-    CORTADO_REQUIRE(datum.ParseFromArray(cursor.value().data(), static_cast<int>(cursor.value().size())),
-                    "record '", key, "' of '", db_path, "' is not a Datum");
+    const std::string key(records->key(n));
+    const std::string_view value = records->value(n);
+    CORTADO_REQUIRE(datum.ParseFromArray(value.data(), static_cast<int>(value.size())), "record '", key,
+                    "' of '", db_path, "' is not a Datum");
     const Datum* d = &datum;
     if (datum.encoded()) {
       try {
@@ -98,11 +97,11 @@ int Compute(const std::string& db_path, const std::string& mean_path) {
 
 int main(int argc, char** argv) {
   const char* usage =
-      "Computes the mean image of an LMDB of Datums.\n"
-      "Usage: compute_image_mean [--backend=lmdb] DB [MEAN.binaryproto]";
+      "Computes the mean image of an LMDB or a LevelDB of Datums.\n"
+      "Usage: compute_image_mean [--backend=lmdb|leveldb] DB [MEAN.binaryproto]";
   return cortado::RunTool(argc, argv, usage, [](int argc, char** argv) {
     CORTADO_REQUIRE(argc == 2 || argc == 3, "expected 1 or 2 arguments, got ", argc - 1,
-                    "; usage: compute_image_mean [--backend=lmdb] DB [MEAN.binaryproto] (see --help)");
+                    "; usage: compute_image_mean [--backend=lmdb|leveldb] DB [MEAN.binaryproto] (see --help)");
     return Compute(argv[1], argc == 3 ? argv[2] : "");
   });
 }

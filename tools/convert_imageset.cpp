@@ -1,7 +1,8 @@
 // convert_imageset.cpp — a folder of images and a list file ("relative/path label" per line) into an
-// LMDB of Datums, as Caffe's tool: keys "%08d_<path>" (the line's index after the optional shuffle),
-// raw uint8 C×H×W BGR pixels, or with --encoded the image file's own bytes (re-encoded only when it
-// is resized, or when --encode_type asks for another format). Unreadable images are skipped.
+// LMDB or a LevelDB (--backend) of Datums, as Caffe's tool: keys "%08d_<path>" (the line's index after
+// the optional shuffle), raw uint8 C×H×W BGR pixels, or with --encoded the image file's own bytes
+// (re-encoded only when it is resized, or when --encode_type asks for another format). Unreadable
+// images are skipped.
 #include <gflags/gflags.h>
 #include <glog/logging.h>
 
@@ -28,7 +29,7 @@
 
 DEFINE_bool(gray, false, "Read the images as grey (1 channel) instead of colour (3 channels, BGR)");
 DEFINE_bool(shuffle, false, "Shuffle the list's lines (with a fixed seed) before converting");
-DEFINE_string(backend, "lmdb", "The database format to write; only lmdb is supported");
+DEFINE_string(backend, "lmdb", "The database format to write: lmdb or leveldb");
 DEFINE_int32(resize_width, 0, "Resize every image to this width (bilinear); with --resize_height");
 DEFINE_int32(resize_height, 0, "Resize every image to this height (bilinear); with --resize_width");
 DEFINE_bool(check_size, false, "Require every image to have the first one's channels, height and width");
@@ -134,8 +135,7 @@ void ReadImage(const std::string& path, int label, Datum* datum, Datum* scratch)
 }
 
 void CheckFlags() {
-  if (FLAGS_backend == "leveldb") Fail("--backend=leveldb is not supported; use --backend=lmdb");
-  if (FLAGS_backend != "lmdb") Fail("unknown --backend=", FLAGS_backend, "; use --backend=lmdb");
+  cortado::ParseBackendFlag(FLAGS_backend);  // an unknown --backend is an Error
   CORTADO_REQUIRE(FLAGS_resize_width >= 0 && FLAGS_resize_height >= 0 &&
                       (FLAGS_resize_width > 0) == (FLAGS_resize_height > 0),
                   "--resize_width=", FLAGS_resize_width, " --resize_height=", FLAGS_resize_height,
@@ -156,7 +156,7 @@ std::string ShapeText(const Datum& d) {
 
 // Writes every readable image of `entries` to db; returns how many were written.
 size_t WriteImages(const std::string& root, const std::string& list_path, const std::vector<Entry>& entries,
-                   cortado::LmdbWriter* db) {
+                   cortado::DbWriter* db) {
   Datum datum, scratch, first;
   std::string value;
   size_t count = 0;
@@ -201,7 +201,8 @@ int Convert(const std::string& root, const std::string& list_path, const std::st
     LOG(INFO) << "encode_type specified, assuming encoded=true.";
 
   // The database is removed again when the conversion fails or converts nothing.
-  auto db = std::make_unique<cortado::LmdbWriter>(db_path, "");  // refuses an existing path
+  // refuses an existing path
+  auto db = cortado::CreateDbWriter(cortado::ParseBackendFlag(FLAGS_backend), db_path, "");
   size_t count = 0;
   try {
     count = WriteImages(root, list_path, entries, db.get());
@@ -226,7 +227,7 @@ int Convert(const std::string& root, const std::string& list_path, const std::st
 
 int main(int argc, char** argv) {
   const char* usage =
-      "Converts a set of images into an LMDB of Datums.\n"
+      "Converts a set of images into an LMDB or a LevelDB of Datums.\n"
       "Usage: convert_imageset [FLAGS] ROOT/ LISTFILE DB\n"
       "LISTFILE lines are 'relative/path label' (split at the last space).";
   return cortado::RunTool(argc, argv, usage, [](int argc, char** argv) {

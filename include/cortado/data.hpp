@@ -1,22 +1,29 @@
-// data.hpp — the data path: LMDB records (Datum messages) in, transformed float batches out.
+// data.hpp — the data path: database records (Datum messages) in, transformed float batches out.
 //
-//   LmdbCursor       walks a database's records in key order, read-only, wrapping to the start
-//   LmdbRecords      every record of a database as in-place views, for random access
-//   LmdbWriter       creates a database and fills it (the convert_* tools)
+//   RecordSource     every record of a database in key order, by index: size, key(i), value(i)
+//   OpenRecords      a RecordSource for a DataParameter backend: LmdbRecords or LeveldbRecords
+//   DbWriter         creates a database and fills it (the convert_* tools): LmdbWriter, LeveldbWriter,
+//                    made by CreateDbWriter
+//   LmdbCursor       walks an LMDB's records in key order, read-only, wrapping to the start
+//   MnistReader      MNIST's IDX image and label files, checked, read image by image
 //   DataTransformer  Datum (uint8 or float C×H×W) → floats, with mean, scale, crop and mirror
-//   DataLayer        type "Data": LMDB records through the BatchPipeline (batch_pipeline.hpp)
+//   DataLayer        type "Data": database records through the BatchPipeline (batch_pipeline.hpp)
 //   BatchUploader    host batches → a GPU net's tops, on the copy stream, ordered by events
 //
-// An LMDB "source" is a directory holding data.mdb and lock.mdb.
+// An LMDB "source" is a directory holding data.mdb and lock.mdb; a LevelDB one is a directory holding
+// CURRENT, MANIFEST-*, *.ldb and LOCK (Caffe's default backend).
 #pragma once
 
 #include <lmdb.h>
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -25,6 +32,31 @@
 #include "cortado/layer.hpp"
 
 namespace cortado {
+
+// ---- reading any backend -------------------------------------------------------------------------
+
+// Every record of a database, in key order (bytewise, the order of both LMDB and LevelDB), by index,
+// safe to call from several threads at once. key(i) views stay valid for the object's lifetime;
+// value(i) views stay valid until the same thread's next value() call on this object (LevelDB reads
+// into a per-thread buffer) — or, for LMDB, for the object's lifetime. Opening an empty database is
+// an Error.
+class RecordSource {
+ public:
+  virtual ~RecordSource() = default;
+  virtual uint64_t size() const = 0;
+  virtual std::string_view key(uint64_t i) const = 0;
+  virtual std::string_view value(uint64_t i) const = 0;
+  virtual const std::string& path() const = 0;
+  virtual const char* backend_name() const = 0;  // "LMDB" or "LevelDB", for messages
+};
+
+// Opens `path` as `backend` (DataParameter::LMDB or ::LEVELDB). `owner` prefixes error messages
+// ("layer mnist (Data)"; "" for none); every error is one line naming the path.
+std::unique_ptr<RecordSource> OpenRecords(DataParameter::DB backend, const std::string& path,
+                                          const std::string& owner);
+
+// A tool's --backend flag: "lmdb" or "leveldb"; anything else is an Error naming the flag.
+DataParameter::DB ParseBackendFlag(const std::string& name);
 
 // ---- LMDB ----------------------------------------------------------------------------------------
 
@@ -63,34 +95,84 @@ class LmdbCursor {
 // Every record of an LMDB, in key order, with random access: the cursor is walked once at open and the
 // key/value views kept. LMDB keeps them valid while the read transaction is open, which is for the
 // object's lifetime, so records are read in place, without copies, from any thread.
-class LmdbRecords {
+class LmdbRecords final : public RecordSource {
  public:
   LmdbRecords(const std::string& path, const std::string& owner);
-  uint64_t size() const { return values_.size(); }
-  std::string_view key(uint64_t i) const { return keys_[i]; }
-  std::string_view value(uint64_t i) const { return values_[i]; }
-  const std::string& path() const { return cursor_.path(); }
+  uint64_t size() const override { return values_.size(); }
+  std::string_view key(uint64_t i) const override { return keys_[i]; }
+  std::string_view value(uint64_t i) const override { return values_[i]; }
+  const std::string& path() const override { return cursor_.path(); }
+  const char* backend_name() const override { return "LMDB"; }
 
  private:
   LmdbCursor cursor_;
   std::vector<std::string_view> keys_, values_;
 };
 
-// Creates a new LMDB directory (an existing one is an Error: never overwritten) and writes records.
-// Puts are buffered and committed in transactions of 1000; when the map is full its size doubles and
-// the transaction is replayed. Call Finish() to commit the tail; the destructor drops uncommitted puts.
-// Error messages start with "<owner>: " when owner is not empty.
-class LmdbWriter {
+// ---- LevelDB -------------------------------------------------------------------------------------
+
+// Every record of a LevelDB, in key order, with random access (src/data/leveldb_records.cpp). The keys
+// are read once at open, under a snapshot, into memory; value(i) is a db->Get of key i under that
+// snapshot into the calling thread's buffer (LevelDB's reads are thread-safe). LevelDB lets one
+// process open a database once, so the open handle is shared by every LeveldbRecords of the same
+// path (a train and a test net reading one database both work). Missing path: Error
+// "<owner>: cannot open LevelDB '<path>': No such file or directory"; an LMDB's folder is refused as
+// "... it holds an LMDB (data.mdb), not a LevelDB" before LevelDB could write its files into it.
+class LeveldbRecords final : public RecordSource {
+ public:
+  LeveldbRecords(const std::string& path, const std::string& owner);
+  ~LeveldbRecords() override;
+  uint64_t size() const override { return offsets_.size() - 1; }
+  std::string_view key(uint64_t i) const override {
+    return std::string_view(keys_).substr(offsets_[i], offsets_[i + 1] - offsets_[i]);
+  }
+  std::string_view value(uint64_t i) const override;
+  const std::string& path() const override { return path_; }
+  const char* backend_name() const override { return "LevelDB"; }
+
+  struct Handle;  // the shared leveldb::DB and its snapshot
+
+ private:
+  std::string* Buffer() const;  // the calling thread's value buffer
+
+  std::string path_, owner_;
+  std::shared_ptr<Handle> handle_;
+  std::string keys_;               // every key, concatenated in key order
+  std::vector<uint64_t> offsets_;  // key i is keys_[offsets_[i], offsets_[i + 1])
+  mutable std::mutex buffers_mutex_;
+  mutable std::unordered_map<std::thread::id, std::string> buffers_;  // nodes never move
+};
+
+// ---- writing -------------------------------------------------------------------------------------
+
+// A database being written: Put buffers records and writes them in batches of kPutsPerCommit; call
+// Finish() to write the tail; the destructor drops puts not yet written. Both backends create a new
+// directory and refuse a path that exists ("'<path>' already exists; remove it or choose another
+// name"). Error messages start with "<owner>: " when owner is not empty.
+class DbWriter {
  public:
   static constexpr size_t kPutsPerCommit = 1000;
+  virtual ~DbWriter() = default;
+  virtual void Put(std::string key, std::string value) = 0;
+  virtual void Commit() = 0;  // writes the buffered puts now
+  virtual void Finish() { Commit(); }  // writes the tail; the database is then complete
+};
+
+// A new DbWriter of `backend` (DataParameter::LMDB or ::LEVELDB) at `path`.
+std::unique_ptr<DbWriter> CreateDbWriter(DataParameter::DB backend, const std::string& path,
+                                         const std::string& owner);
+
+// Creates a new LMDB directory and writes records in transactions of kPutsPerCommit; when the map is
+// full its size doubles and the transaction is replayed.
+class LmdbWriter final : public DbWriter {
+ public:
   LmdbWriter(const std::string& path, const std::string& owner, size_t initial_map_bytes = 64 << 20);
-  ~LmdbWriter();
+  ~LmdbWriter() override;
   LmdbWriter(const LmdbWriter&) = delete;
   LmdbWriter& operator=(const LmdbWriter&) = delete;
 
-  void Put(std::string key, std::string value);
-  void Commit();  // writes the buffered puts now
-  void Finish() { Commit(); }
+  void Put(std::string key, std::string value) override;
+  void Commit() override;
   size_t map_bytes() const { return map_bytes_; }
 
  private:
@@ -100,6 +182,49 @@ class LmdbWriter {
   MDB_env* env_ = nullptr;
   size_t map_bytes_;
   std::vector<std::pair<std::string, std::string>> pending_;
+};
+
+// Creates a new LevelDB (Caffe's options: 64 KiB blocks, a 256 MiB write buffer, at most 100 open
+// files) and writes records in WriteBatches of kPutsPerCommit (src/data/leveldb_writer.cpp). Finish
+// also compacts the database into sorted tables, so that readers need not replay (and rewrite) the
+// write-ahead log when they open it — which they could not do in a read-only folder.
+class LeveldbWriter final : public DbWriter {
+ public:
+  LeveldbWriter(const std::string& path, const std::string& owner);
+  ~LeveldbWriter() override;
+  LeveldbWriter(const LeveldbWriter&) = delete;
+  LeveldbWriter& operator=(const LeveldbWriter&) = delete;
+
+  void Put(std::string key, std::string value) override;
+  void Commit() override;
+  void Finish() override;
+
+ private:
+  struct State;
+  std::string path_, owner_;
+  std::unique_ptr<State> state_;
+};
+
+// ---- MNIST IDX files ----------------------------------------------------------------------------
+
+// An MNIST image file and its label file (IDX, big-endian: images magic 2051, count, rows, cols, then
+// count·rows·cols uint8 pixels; labels magic 2049, count, then count uint8 labels), for
+// convert_mnist_data and convert_mnist_siamese_data (src/data/mnist_idx.cpp). The constructor checks
+// both headers: a missing file, a wrong magic number or differing counts is an Error naming the file.
+class MnistReader {
+ public:
+  MnistReader(const std::string& images_path, const std::string& labels_path);
+  ~MnistReader();
+  uint32_t count() const { return count_; }
+  uint32_t rows() const { return rows_; }
+  uint32_t cols() const { return cols_; }
+  // Reads the next image (rows·cols bytes into pixels) and its label; a truncated file is an Error.
+  void Next(char* pixels, uint8_t* label);
+
+ private:
+  struct Files;
+  std::unique_ptr<Files> files_;
+  uint32_t count_ = 0, rows_ = 0, cols_ = 0;
 };
 
 // ---- transformation ------------------------------------------------------------------------------
@@ -226,9 +351,10 @@ class PipelineDataLayer : public Layer, protected RecordLoader {
   std::unique_ptr<BatchUploader> uploader_;  // GPU nets only
 };
 
-// Data (DataParameter source, batch_size, backend: LMDB, rand_skip, prefetch, our threads and
-// shuffle; transform_param): Datums from an LMDB, read in place; encoded ones (JPEG, PNG) are decoded
-// in the workers, as colour or grey per transform_param force_color / force_gray.
+// Data (DataParameter source, batch_size, backend: LEVELDB (Caffe's default) or LMDB, rand_skip,
+// prefetch, our threads and shuffle; transform_param): Datums from a database, in key order (LMDB's
+// read in place, LevelDB's through a per-worker buffer); encoded ones (JPEG, PNG) are decoded in the
+// workers, as colour or grey per transform_param force_color / force_gray.
 class DataLayer : public PipelineDataLayer {
  public:
   DataLayer(const LayerParameter& param, Context& ctx);
@@ -246,7 +372,7 @@ class DataLayer : public PipelineDataLayer {
   // holding pixels.
   const Datum& Parse(uint64_t index, Datum* datum, Datum* decoded) const;
 
-  std::unique_ptr<LmdbRecords> records_;
+  std::unique_ptr<RecordSource> records_;
   std::unique_ptr<DataTransformer> transformer_;
   std::vector<int> record_shape_;  // C×H×W of every record (after decoding)
   struct WorkerScratch {

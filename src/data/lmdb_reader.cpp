@@ -1,10 +1,11 @@
-// lmdb_reader.cpp — LMDB access: a read-only wrapping cursor for the Data layer and a batched writer
-// for the convert_* tools.
+// lmdb_reader.cpp — LMDB access: a read-only wrapping cursor (LmdbRecords and compute_image_mean walk
+// it) and a batched writer for the convert_* tools.
 #include <glog/logging.h>
 #include <sys/stat.h>  // mkdir
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
@@ -13,7 +14,8 @@ namespace cortado {
 
 // ---- reading -------------------------------------------------------------------------------------
 
-LmdbCursor::LmdbCursor(const std::string& path, const std::string& owner) : path_(path), owner_(owner) {
+LmdbCursor::LmdbCursor(const std::string& path, const std::string& owner)
+    : path_(path), owner_(owner.empty() ? "" : owner + ": ") {
   int rc = mdb_env_create(&env_);
   if (rc == MDB_SUCCESS) rc = mdb_env_open(env_, path.c_str(), MDB_RDONLY | MDB_NOTLS, 0664);
   if (rc == MDB_SUCCESS) rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_);
@@ -23,14 +25,16 @@ LmdbCursor::LmdbCursor(const std::string& path, const std::string& owner) : path
   if (rc == MDB_SUCCESS) rc = mdb_stat(txn_, dbi_, &stat);
   if (rc != MDB_SUCCESS) {
     Close();
-    Fail(owner_, ": cannot open LMDB '", path_, "': ", mdb_strerror(rc));
+    if (rc == ENOENT && std::filesystem::exists(path_ + "/CURRENT"))
+      Fail(owner_, "cannot open LMDB '", path_, "': it holds a LevelDB (CURRENT), not an LMDB");
+    Fail(owner_, "cannot open LMDB '", path_, "': ", mdb_strerror(rc));
   }
   num_records_ = stat.ms_entries;
   rc = mdb_cursor_get(cursor_, &key_, &value_, MDB_FIRST);
   if (rc != MDB_SUCCESS) {
     Close();
-    if (rc == MDB_NOTFOUND) Fail(owner_, ": LMDB '", path_, "' holds no records");
-    Fail(owner_, ": cannot read LMDB '", path_, "': ", mdb_strerror(rc));
+    if (rc == MDB_NOTFOUND) Fail(owner_, "LMDB '", path_, "' holds no records");
+    Fail(owner_, "cannot read LMDB '", path_, "': ", mdb_strerror(rc));
   }
 }
 
@@ -44,7 +48,7 @@ void LmdbCursor::Close() {
 }
 
 void LmdbCursor::Check(int rc, const char* what) const {
-  CORTADO_REQUIRE(rc == MDB_SUCCESS, owner_, ": reading LMDB '", path_, "' failed (", what, "): ",
+  CORTADO_REQUIRE(rc == MDB_SUCCESS, owner_, "reading LMDB '", path_, "' failed (", what, "): ",
                   mdb_strerror(rc));
 }
 

@@ -1,6 +1,8 @@
-// data.cpp — the Data layer: Datums from an LMDB, read in place by the BatchPipeline's workers,
-// decoded when encoded, and transformed into the batch.
+// data.cpp — the Data layer: Datums from an LMDB or a LevelDB (Caffe's default backend), read by index
+// by the BatchPipeline's workers, decoded when encoded, and transformed into the batch.
 #include <glog/logging.h>
+
+#include <filesystem>
 
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
@@ -16,14 +18,17 @@ DataLayer::~DataLayer() { StopPipeline(); }
 
 PipelineDataLayer::Source DataLayer::Open(bool has_label) {
   const DataParameter& dp = param_.data_param();
-  CORTADO_REQUIRE(dp.backend() == DataParameter::LMDB, Describe(),
-                  ": LEVELDB is not supported; convert the dataset to LMDB "
-                  "(convert_imageset/convert_mnist_data --backend=lmdb) and set backend: LMDB");
-  CORTADO_REQUIRE(!dp.source().empty(), Describe(), ": data_param.source is empty; give the LMDB directory");
+  CORTADO_REQUIRE(!dp.source().empty(), Describe(), ": data_param.source is empty; give the database directory");
   CORTADO_REQUIRE(!dp.has_scale() && !dp.has_mean_file() && !dp.has_crop_size() && !dp.has_mirror(),
                   Describe(), ": data_param.scale/mean_file/crop_size/mirror are legacy; "
                   "move them to transform_param");
-  records_ = std::make_unique<LmdbRecords>(dp.source(), Describe());
+  // Caffe's default backend is LEVELDB: an LMDB source without `backend: LMDB` gets a clear hint.
+  CORTADO_REQUIRE(dp.backend() != DataParameter::LEVELDB ||
+                      !std::filesystem::exists(dp.source() + "/data.mdb") ||
+                      std::filesystem::exists(dp.source() + "/CURRENT"),
+                  Describe(), ": '", dp.source(), "' is an LMDB but data_param.backend is LEVELDB (Caffe's "
+                  "default when backend is not given); set backend: LMDB");
+  records_ = OpenRecords(dp.backend(), dp.source(), Describe());
   transformer_ = std::make_unique<DataTransformer>(param_.transform_param(), param_.phase(), Describe());
   // The first record gives the shape of every record.
   Datum datum, decoded;
@@ -44,7 +49,7 @@ void DataLayer::PrepareWorkers(int count) { scratch_.resize(count); }
 const Datum& DataLayer::Parse(uint64_t index, Datum* datum, Datum* decoded) const {
   const std::string_view value = records_->value(index);
   CORTADO_REQUIRE(datum->ParseFromArray(value.data(), static_cast<int>(value.size())), Describe(),
-                  ": record '", records_->key(index), "' of LMDB '", records_->path(),
+                  ": record '", records_->key(index), "' of ", records_->backend_name(), " '", records_->path(),
                   "' is not a Datum (corrupt database?)");
   if (!datum->encoded()) return *datum;
   const TransformationParameter& tp = param_.transform_param();

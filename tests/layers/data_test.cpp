@@ -128,14 +128,12 @@ TEST(DataLayer, RandSkipStartsLaterInTheDatabase) {
   EXPECT_TRUE(skipped_some);
 }
 
-TEST(DataLayer, LeveldbIsRefused) {
+TEST(DataLayer, LmdbWithoutBackendSaysSetBackendLmdb) {
   const std::string db = BuildDb(1, 1, 1, 1);
   const std::string message = ErrorOf(
       [&] { LayerFixture f("name: 'mnist' type: 'Data' data_param { source: '" + db + "' batch_size: 1 }", {}, 2); });
-  EXPECT_TRUE(Contains(message, "layer mnist")) << message;
-  EXPECT_TRUE(Contains(message, "LEVELDB is not supported; convert the dataset to LMDB "
-                                "(convert_imageset/convert_mnist_data --backend=lmdb) and set backend: LMDB"))
-      << message;
+  EXPECT_EQ(message, "layer mnist (Data): '" + db + "' is an LMDB but data_param.backend is LEVELDB (Caffe's "
+                     "default when backend is not given); set backend: LMDB");
 }
 
 TEST(DataLayer, MissingSource) {

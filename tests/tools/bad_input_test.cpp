@@ -278,16 +278,15 @@ TEST(BadInput, CorruptTruncatedOrEmptyCaffemodelNamesTheFile) {
   EXPECT_EQ(ReadFile(model), bytes);  // the good one is untouched
 }
 
-// Case 8. Caffe's DataParameter.backend defaults to LEVELDB, so leaving it out means LEVELDB too.
-TEST(BadInput, LeveldbBackendSaysConvertToLmdb) {
+// Case 8. Caffe's DataParameter.backend defaults to LEVELDB, so leaving it out means LEVELDB too: an
+// LMDB source gets a hint to set backend: LMDB.
+TEST(BadInput, LmdbSourceWithLeveldbBackendSaysSetBackendLmdb) {
   const std::string db = WriteDatumLmdb(NewTempDir() + "/db", 1, 2, 2, {1, 2});
   for (const std::string backend : {"", "backend: LEVELDB"}) {
     Workspace ws(ClassifierNet("source: '" + db + "' batch_size: 2 " + backend));
     const std::string error = TrainerError(ws.Train());
-    EXPECT_EQ(error.rfind(ws.net + ": layer data (Data): LEVELDB is not supported; convert the dataset to LMDB", 0),
-              0u)
-        << error;
-    EXPECT_TRUE(Has(error, "backend: LMDB")) << error;
+    EXPECT_EQ(error, ws.net + ": layer data (Data): '" + db + "' is an LMDB but data_param.backend is LEVELDB "
+                     "(Caffe's default when backend is not given); set backend: LMDB");
   }
 }
 

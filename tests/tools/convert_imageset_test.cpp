@@ -70,14 +70,15 @@ CommandResult Convert(const std::string& dir, const std::string& flags, const st
                  flags + " " + dir + "/images/ " + dir + "/" + list + " " + dir + "/" + db);
 }
 
-std::vector<std::pair<std::string, Datum>> ReadDb(const std::string& path) {
+std::vector<std::pair<std::string, Datum>> ReadDb(const std::string& path,
+                                                  DataParameter::DB backend = DataParameter::LMDB) {
   std::vector<std::pair<std::string, Datum>> records;
-  LmdbCursor cursor(path, "test");
-  for (uint64_t i = 0; i < cursor.num_records(); ++i) {
-    if (i > 0) cursor.Next();  // not after the last: the cursor would wrap around
+  const auto db = OpenRecords(backend, path, "test");
+  for (uint64_t i = 0; i < db->size(); ++i) {
+    const std::string_view value = db->value(i);
     Datum d;
-    EXPECT_TRUE(d.ParseFromArray(cursor.value().data(), static_cast<int>(cursor.value().size())));
-    records.emplace_back(std::string(cursor.key()), d);
+    EXPECT_TRUE(d.ParseFromArray(value.data(), static_cast<int>(value.size())));
+    records.emplace_back(std::string(db->key(i)), d);
   }
   return records;
 }
@@ -97,8 +98,9 @@ void ExpectPixels(const Datum& d, const Ref& ref, const std::string& what) {
 
 // The readable images, converted with `flags`: keys, labels and pixels against the `variant` reference
 // (encoded records decoded first).
-void ExpectConverted(const std::string& dir, const std::string& db, const std::string& variant) {
-  const auto records = ReadDb(dir + "/" + db);
+void ExpectConverted(const std::string& dir, const std::string& db, const std::string& variant,
+                     DataParameter::DB backend = DataParameter::LMDB) {
+  const auto records = ReadDb(dir + "/" + db, backend);
   ASSERT_EQ(records.size(), 3u);
   for (size_t r = 0; r < records.size(); ++r) {
     const int i = kReadable[r];
@@ -135,6 +137,31 @@ TEST(ConvertImageset, RawColourPixelsMatchOpenCV) {
   EXPECT_TRUE(Has(r.err, "Skipped 1 of 4 images")) << r.err;
   ExpectConverted(dir, "db", "color");  // the grey PNG too, as 3 channels
   for (const auto& [key, datum] : ReadDb(dir + "/db")) EXPECT_FALSE(datum.encoded()) << key;
+}
+
+// --backend=leveldb writes the same records into a LevelDB, raw or encoded.
+TEST(ConvertImageset, LeveldbBackend) {
+  SKIP_WITHOUT_IMAGES();
+  const std::string dir = MakeImages();
+  for (const std::string flags : {"", "--encoded"}) {
+    const std::string db = flags.empty() ? "raw" : "encoded";
+    ASSERT_EQ(Convert(dir, flags, db + "_lmdb").exit_code, 0);
+    const CommandResult r = Convert(dir, "--backend=leveldb " + flags, db + "_leveldb");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_TRUE(fs::exists(dir + "/" + db + "_leveldb/CURRENT"));
+    ExpectConverted(dir, db + "_leveldb", "color", DataParameter::LEVELDB);
+    const auto lmdb = ReadDb(dir + "/" + db + "_lmdb");
+    const auto leveldb = ReadDb(dir + "/" + db + "_leveldb", DataParameter::LEVELDB);
+    ASSERT_EQ(leveldb.size(), lmdb.size());
+    for (size_t i = 0; i < lmdb.size(); ++i) {
+      EXPECT_EQ(leveldb[i].first, lmdb[i].first);
+      EXPECT_EQ(leveldb[i].second.SerializeAsString(), lmdb[i].second.SerializeAsString()) << lmdb[i].first;
+    }
+  }
+  // A failed conversion leaves no LevelDB behind either.
+  const std::string line = ErrorLine(Convert(dir, "--backend=leveldb --check_size", "sized"), "convert_imageset");
+  EXPECT_TRUE(Has(line, "--check_size")) << line;
+  EXPECT_FALSE(fs::exists(dir + "/sized"));
 }
 
 TEST(ConvertImageset, GrayReadsOneChannel) {
@@ -266,7 +293,7 @@ TEST(ConvertImageset, UserMistakesAreOneLine) {
       {with_list("no_label.txt"), "no_label.txt:3: expected 'relative/path label'"},
       {with_list("bad_label.txt"), "bad_label.txt:1: expected"},
       {dir + "/images/ " + dir + "/list.txt", "usage: convert_imageset"},
-      {"--backend=leveldb " + ok, "not supported; use --backend=lmdb"},
+      {"--backend=rocksdb " + ok, "unknown --backend=rocksdb; use --backend=lmdb or --backend=leveldb"},
       {dir + "/images/ " + dir + "/list.txt " + dir + "/exists", "already exists"},
       {"--resize_width=6 " + ok, "give both"},
       {"--encode_type=gif " + ok, "--encode_type=gif is not supported"},
@@ -281,12 +308,13 @@ TEST(ConvertImageset, UserMistakesAreOneLine) {
 
 // ---- compute_image_mean --------------------------------------------------------------------------
 
-// The mean of the resized images, raw or as re-encoded PNGs, against numpy's.
+// The mean of the resized images, raw or as re-encoded PNGs, from an LMDB or a LevelDB, against numpy's.
 TEST(ComputeImageMean, EqualsNumpyMean) {
   SKIP_WITHOUT_IMAGES();
   const std::string dir = MakeImages();
   ASSERT_EQ(Convert(dir, "--resize_width=6 --resize_height=5", "raw_db").exit_code, 0);
   ASSERT_EQ(Convert(dir, "--encode_type=png --resize_width=6 --resize_height=5", "png_db").exit_code, 0);
+  ASSERT_EQ(Convert(dir, "--backend=leveldb --resize_width=6 --resize_height=5", "leveldb_db").exit_code, 0);
   const std::string expected_bytes = ReadFile(dir + "/ref/mean.bin");
   std::vector<double> expected(expected_bytes.size() / sizeof(double));
   std::memcpy(expected.data(), expected_bytes.data(), expected.size() * sizeof(double));
@@ -294,9 +322,10 @@ TEST(ComputeImageMean, EqualsNumpyMean) {
   std::ifstream(dir + "/ref/mean.txt") >> channel_means[0] >> channel_means[1] >> channel_means[2];
   ASSERT_EQ(expected.size(), 3u * 5 * 6);
 
-  for (const char* db : {"raw_db", "png_db"}) {
+  for (const std::string db : {"raw_db", "png_db", "leveldb_db"}) {
     const std::string mean_path = dir + "/" + db + ".binaryproto";
-    const CommandResult r = RunTool("compute_image_mean", dir + "/" + db + " " + mean_path);
+    const std::string flags = db == "leveldb_db" ? "--backend=leveldb " : "";
+    const CommandResult r = RunTool("compute_image_mean", flags + dir + "/" + db + " " + mean_path);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     BlobProto mean;
     ReadProtoFromBinaryFile(mean_path, &mean);
@@ -366,7 +395,11 @@ TEST(ComputeImageMean, ErrorsNameTheRecord) {
   EXPECT_TRUE(Has(line, "usage: compute_image_mean")) << line;
   line = ErrorLine(RunTool("compute_image_mean", "--backend=leveldb " + dir + "/mixed"),
                    "compute_image_mean");
-  EXPECT_TRUE(Has(line, "not supported")) << line;
+  EXPECT_TRUE(Has(line, "cannot open LevelDB '" + dir + "/mixed': it holds an LMDB (data.mdb)")) << line;
+  line = ErrorLine(RunTool("compute_image_mean", "--backend=leveldb " + dir + "/missing"), "compute_image_mean");
+  EXPECT_TRUE(Has(line, "cannot open LevelDB '" + dir + "/missing': No such file or directory")) << line;
+  line = ErrorLine(RunTool("compute_image_mean", "--backend=rocksdb " + dir + "/mixed"), "compute_image_mean");
+  EXPECT_TRUE(Has(line, "unknown --backend=rocksdb")) << line;
 }
 
 }  // namespace cortado::test

@@ -1,9 +1,12 @@
-// convert_mnist_data_test.cpp — runs the built tool on tiny IDX files and reads the LMDB back; bad
-// inputs end with exit code 1 and one line on stderr.
+// convert_mnist_data_test.cpp — runs the built tool on tiny IDX files and reads the LMDB or LevelDB
+// back (a Data layer gives the same batches from both, resumed exactly); bad inputs end with exit
+// code 1 and one line on stderr.
 #include <sys/wait.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -111,16 +114,71 @@ TEST(ConvertMnistData, CountsMustMatch) {
   EXPECT_NE(r.err.find("holds 3 images"), std::string::npos) << r.err;
 }
 
-TEST(ConvertMnistData, NeverOverwritesAndRefusesLeveldb) {
+TEST(ConvertMnistData, NeverOverwritesAndKnowsItsBackends) {
   const std::string dir = TempDir();
   WriteIdx(dir, 1, 1, 1);
-  ASSERT_EQ(RunTool(dir, dir + "/images " + dir + "/labels " + dir + "/db").exit_code, 0);
-  const Result again = RunTool(dir, dir + "/images " + dir + "/labels " + dir + "/db");
-  EXPECT_EQ(again.exit_code, 1);
-  EXPECT_NE(again.err.find("already exists"), std::string::npos) << again.err;
-  const Result leveldb = RunTool(dir, "--backend=leveldb " + dir + "/images " + dir + "/labels " + dir + "/db2");
-  EXPECT_EQ(leveldb.exit_code, 1);
-  EXPECT_NE(leveldb.err.find("not supported"), std::string::npos) << leveldb.err;
+  for (const std::string backend : {"", "--backend=leveldb "}) {
+    ASSERT_EQ(RunTool(dir, backend + dir + "/images " + dir + "/labels " + dir + "/db").exit_code, 0);
+    const Result again = RunTool(dir, backend + dir + "/images " + dir + "/labels " + dir + "/db");
+    EXPECT_EQ(again.exit_code, 1);
+    EXPECT_EQ(Lines(again.err), 1) << again.err;
+    EXPECT_NE(again.err.find("'" + dir + "/db' already exists"), std::string::npos) << again.err;
+    std::filesystem::remove_all(dir + "/db");
+  }
+  const Result unknown = RunTool(dir, "--backend=rocksdb " + dir + "/images " + dir + "/labels " + dir + "/db");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("unknown --backend=rocksdb; use --backend=lmdb or --backend=leveldb"),
+            std::string::npos)
+      << unknown.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/db"));
+}
+
+// The same IDX files through --backend=lmdb and --backend=leveldb: the LevelDB holds the same records,
+// and a Data layer (random crops, mirrors, rand_skip, several threads, shuffled) gives the same batches
+// from both, also after an exact resume from a reader state.
+TEST(ConvertMnistData, LeveldbEqualsLmdbBatchForBatch) {
+  const std::string dir = TempDir();
+  WriteIdx(dir, 13, 4, 5);
+  for (const std::string backend : {"lmdb", "leveldb"}) {
+    const Result r = RunTool(dir, "--backend=" + backend + " " + dir + "/images " + dir + "/labels " + dir +
+                                      "/" + backend);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  const auto lmdb = OpenRecords(DataParameter::LMDB, dir + "/lmdb", "test");
+  const auto leveldb = OpenRecords(DataParameter::LEVELDB, dir + "/leveldb", "test");
+  ASSERT_EQ(leveldb->size(), 13u);
+  for (uint64_t i = 0; i < 13; ++i) {
+    EXPECT_EQ(leveldb->key(i), lmdb->key(i));
+    EXPECT_EQ(std::string(leveldb->value(i)), std::string(lmdb->value(i)));
+  }
+
+  auto layer = [&](const std::string& source, const char* backend, uint32_t seed) {
+    return std::make_unique<LayerFixture>(
+        "name: 'mnist' type: 'Data' data_param { source: '" + source + "' " + backend +
+            " batch_size: 5 rand_skip: 6 threads: 3 shuffle: true } "
+            "transform_param { scale: 0.00390625 crop_size: 3 mirror: true }",
+        std::vector<std::vector<int>>{}, 2, seed);
+  };
+  auto batch = [](LayerFixture& f) {
+    f.Forward();
+    std::vector<float> out(f.top(0).data(), f.top(0).data() + f.top(0).count());
+    out.insert(out.end(), f.top(1).data(), f.top(1).data() + f.top(1).count());
+    return out;
+  };
+  auto from_lmdb = layer(dir + "/lmdb", "backend: LMDB", 3);
+  auto from_leveldb = layer(dir + "/leveldb", "", 3);  // no backend: Caffe's default, LEVELDB
+  std::vector<std::vector<float>> expected;
+  for (int step = 0; step < 7; ++step) {  // 35 records: past two epochs of 13
+    expected.push_back(batch(*from_lmdb));
+    ASSERT_EQ(batch(*from_leveldb), expected.back()) << "step " << step;
+  }
+  auto stopped = layer(dir + "/leveldb", "backend: LEVELDB", 3);
+  for (int step = 0; step < 4; ++step) batch(*stopped);
+  const Layer::ReaderState state = stopped->layer().reader_state();
+  stopped.reset();
+  auto resumed = layer(dir + "/leveldb", "backend: LEVELDB", 42);
+  resumed->layer().RestoreReaderState(state);
+  for (int step = 4; step < 7; ++step) ASSERT_EQ(batch(*resumed), expected[step]) << "step " << step;
 }
 
 }  // namespace cortado::test
