@@ -1,6 +1,8 @@
 // test_util.cpp — the layer fixture, the gradient checker, and helpers for files, LMDBs and tool runs.
 #include "test_util.hpp"
 
+#include "cortado/step_inputs.hpp"
+
 #include <google/protobuf/text_format.h>
 #include <unistd.h>
 
@@ -162,6 +164,31 @@ void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi) {
   for (int64_t i = 0; i < blob->count(); ++i) blob->data()[i] = dist(rng);
 }
 
+void FillTrainedLikeWeights(Net& net, uint32_t seed) {
+  std::mt19937 rng(seed);
+  constexpr float kBatchNormFactor = 2.0f;
+  for (const auto& layer : net.layers()) {
+    const std::string type = layer->type();
+    for (size_t j = 0; j < layer->blobs().size(); ++j) {
+      Blob& blob = *layer->blobs()[j];
+      std::vector<float> values(blob.count());
+      if (type == "BatchNorm") {
+        std::normal_distribution<float> mean(0.0f, 0.1f);
+        std::uniform_real_distribution<float> variance(0.5f, 1.5f);
+        for (float& v : values) v = j == 0 ? kBatchNormFactor * mean(rng) : j == 1 ? kBatchNormFactor * variance(rng) : kBatchNormFactor;
+      } else if (type == "Scale" && j == 0) {
+        std::uniform_real_distribution<float> factor(0.8f, 1.2f);
+        for (float& v : values) v = factor(rng);
+      } else {
+        const int64_t fan_in = blob.num_axes() > 1 ? blob.count() / blob.shape(0) : 1;
+        std::normal_distribution<float> gauss(0.0f, 1.0f / std::sqrt(static_cast<float>(fan_in)));
+        for (float& v : values) v = gauss(rng);
+      }
+      blob.WriteData(values);
+    }
+  }
+}
+
 LayerFixture::LayerFixture(const std::string& layer_text,
                            const std::vector<std::vector<int>>& bottom_shapes, int num_tops,
                            uint32_t seed, Device device)
@@ -202,6 +229,14 @@ LayerFixture::LayerFixture(const std::string& layer_text,
 
 void LayerFixture::FillBottoms(float std) {
   for (Blob* b : bottom_) FillGaussian(b, ctx_.rng(), 0.0f, std);
+}
+
+float LayerFixture::Forward() {
+  if (ctx_.device() == Device::kGPU) {
+    layer_->PrepareStep();
+    StepInputsOf(ctx_).Upload(ctx_);
+  }
+  return layer_->Forward(bottom_, top_);
 }
 
 void LayerFixture::Backward() {

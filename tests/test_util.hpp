@@ -12,6 +12,7 @@
 
 #include "cortado/blob.hpp"
 #include "cortado/layer.hpp"
+#include "cortado/net.hpp"
 #include "cortado/memory.hpp"
 
 namespace cortado::test {
@@ -59,6 +60,12 @@ double LastLoggedValue(const std::string& log, const std::string& name, const st
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 1.0f);
 void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
 
+// Gives a whole net weights of a trained net's scale, so that a hundred layers neither vanish nor
+// overflow: Gaussian weights with std 1/√fan_in, Scale layers' factors near 1, and batch-norm blobs
+// holding statistics (mean ~ N(0, 0.1), variance in [0.5, 1.5]) multiplied by a scale factor of 2,
+// which Caffe's BatchNorm divides out. Same seed, same values, on either device.
+void FillTrainedLikeWeights(Net& net, uint32_t seed);
+
 // One layer with its bottoms and tops, set up and bound in a single arena. The layer's learnable
 // blobs are filled by InitParams().
 class LayerFixture {
@@ -78,7 +85,9 @@ class LayerFixture {
 
   // Gaussian bottoms (every bottom, or one).
   void FillBottoms(float std = 1.0f);  // CPU fixtures
-  float Forward() { return layer_->Forward(bottom_, top_); }
+  // On a GPU the layer first draws its step's numbers (PrepareStep) and they are uploaded, as a Net
+  // does before each step.
+  float Forward();
   void Backward();  // every bottom propagates down; param diffs zeroed first
 
  private:

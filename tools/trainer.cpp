@@ -39,6 +39,8 @@ DEFINE_string(stage, "", "Comma-separated net state stages, for include/exclude 
 DEFINE_string(gpu, "", "The GPU to run on (train, test, time), overriding the solver's solver_mode and "
               "device_id; 'all' or a list such as 0,1 uses the first (multi-GPU is not implemented yet). "
               "Without a GPU, runs on the CPU. device_query: the GPUs to describe (default 0)");
+DEFINE_bool(cuda_graph, true, "GPU training: capture each step as CUDA graphs after a warm-up iteration and "
+            "replay them (false: queue every step layer by layer)");
 DEFINE_string(sigint_effect, "stop", "On SIGINT or SIGTERM during training: stop (snapshot and exit), snapshot, or none");
 DEFINE_string(sighup_effect, "snapshot", "On SIGHUP during training: snapshot, stop, or none");
 
@@ -199,7 +201,7 @@ int Train() {
     param.set_solver_mode(cortado::SolverParameter::GPU);
     param.set_device_id(gpu);
   }
-  cortado::Solver solver(param, FLAGS_solver);
+  cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph);
   for (const auto& w : weights) {
     LOG(INFO) << "Finetuning from " << w;
     solver.net()->CopyTrainedLayersFrom(w);

@@ -16,9 +16,9 @@ bool BuiltWithCuda();
 // The arena's device memory: one cudaMalloc, zeroed. Throws Error (out of GPU memory) when impossible.
 void* GpuAllocate(size_t bytes);
 void GpuFree(void* pointer);
-// Device allocations made so far through GpuAllocate (the arena; cuDNN's workspaces are carved from
-// it). cuBLAS keeps a small workspace of its own, made when its handle is first used; so the test that
-// steps allocate nothing also watches the device's free memory (GpuFreeMemory) across steps.
+// Device allocations made so far through GpuAllocate: each net's arena (cuDNN's workspace is carved
+// from it), and per GPU context cuBLAS's workspace and the StepInputs block. The test that steps
+// allocate nothing also watches the device's free memory (GpuFreeMemory) across steps.
 int64_t GpuAllocationCount();
 // Free memory on the current device, in bytes, as the driver reports it.
 size_t GpuFreeMemory();

@@ -43,6 +43,9 @@ class Layer {
   // ---- running -----------------------------------------------------------------------------------
   // Runs the forward pass on the context's device and returns this layer's weighted loss.
   float Forward(const BlobVec& bottom, const BlobVec& top);
+  // A GPU net's forward: queues the layer's work and adds its weighted loss to *device_loss (a device
+  // float) on the compute stream, without waiting for anything.
+  void ForwardOnDevice(const BlobVec& bottom, const BlobVec& top, float* device_loss);
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom);
 
   // ---- description -------------------------------------------------------------------------------
@@ -70,6 +73,36 @@ class Layer {
   // Whether the layer can run on the GPU. Layers without GPU code are refused on a GPU net.
   virtual bool HasGpuImplementation() const { return false; }
 
+  // ---- GPU steps and CUDA graphs -----------------------------------------------------------------
+  // Called on the host before each step's GPU work is queued, in eager runs and graph replays alike:
+  // a layer that needs new numbers every step (a dropout seed) writes them into the context's
+  // StepInputs here, and its kernels read them from there.
+  virtual void PrepareStep() {}
+  // Whether the layer's Forward_gpu and Backward_gpu may be captured once into a CUDA graph and
+  // replayed: they queue only device work (no host waits, no host reads, no allocation), with
+  // arguments that do not change between steps. Layers that read data on the host are not.
+  virtual bool IsCapturable() const { return !HasReader(); }
+
+  // ---- class labels --------------------------------------------------------------------------------
+  // A layer that reads class labels (a loss, Accuracy) names the bottom and the valid range: labels
+  // in [0, classes), or ignore_label. A GPU layer can only learn of a bad label by waiting for the
+  // device; when the labels come straight from a data layer, the Net has that layer check them on the
+  // host instead (AddLabelCheck) and tells the consumer (set_labels_checked_upstream), which then
+  // neither waits nor blocks graph capture.
+  struct LabelRule {
+    int bottom = -1;  // -1: reads no class labels
+    int64_t classes = 0;
+    bool has_ignore = false;
+    int ignore_label = 0;
+  };
+  virtual LabelRule label_rule() const { return {}; }
+  // The one-line error for a bad label at `position` of the label bottom.
+  [[noreturn]] virtual void FailBadLabelAt(float label, int64_t position) const;
+  void set_labels_checked_upstream(bool value) { labels_checked_upstream_ = value; }
+  // Data layers: whether they can check the labels of a top on the host, and the check to make.
+  virtual bool CanCheckLabels() const { return false; }
+  void AddLabelCheck(int top_index, const Layer* consumer) { label_checks_.push_back({top_index, consumer}); }
+
   // ---- learnable blobs, loss weights, scratch ----------------------------------------------------
   std::vector<std::shared_ptr<Blob>>& blobs() { return blobs_; }
   const std::vector<std::shared_ptr<Blob>>& blobs() const { return blobs_; }
@@ -89,6 +122,7 @@ class Layer {
   struct Scratch {
     Blob* blob;
     bool with_diff;
+    bool workspace = false;  // AddWorkspace: shares one region with the net's other workspaces
   };
   virtual std::vector<Scratch> scratch_buffers() const;
 
@@ -117,6 +151,16 @@ class Layer {
   // Declares a scratch buffer (call in LayerSetUp; reshape it in Reshape). Data only unless
   // with_diff is true.
   Blob* AddScratch(bool with_diff = false);
+  // Declares a workspace: a data buffer whose contents matter only inside one Forward or Backward
+  // call (cuDNN's), so the Net binds every layer's workspace to one region, as large as the largest.
+  Blob* AddWorkspace();
+
+  // Data layers: runs the checks AddLabelCheck asked for on the host copy of top `top_index`'s labels.
+  void CheckLabelsOnHost(int top_index, const float* labels, int64_t count) const;
+  // The host pointer for a GPU label check's offending value, or null when the labels were checked
+  // upstream (then the launcher neither reads nor waits).
+  float* BadLabelOut(float* value) const { return labels_checked_upstream_ ? nullptr : value; }
+  bool labels_checked_upstream() const { return labels_checked_upstream_; }
 
   LayerParameter param_;
   Context& ctx_;
@@ -128,8 +172,11 @@ class Layer {
   void SetLossWeights(const BlobVec& top);
 
   std::vector<float> loss_;
+  bool labels_checked_upstream_ = false;
+  std::vector<std::pair<int, const Layer*>> label_checks_;  // (top, consumer)
   std::vector<std::unique_ptr<Blob>> scratch_;
-  std::vector<bool> scratch_diff_;  // parallel to scratch_
+  std::vector<bool> scratch_diff_;       // parallel to scratch_
+  std::vector<bool> scratch_workspace_;  // parallel to scratch_
 };
 
 // Loss layers: one or two bottoms (prediction, label), a scalar loss top with weight 1 by default.

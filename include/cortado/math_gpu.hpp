@@ -25,6 +25,9 @@ void gpu_scale(Context& ctx, int64_t n, float alpha, const float* x, float* y); 
 void gpu_copy(Context& ctx, int64_t n, const float* x, float* y);
 void gpu_set(Context& ctx, int64_t n, float value, float* y);
 float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y);  // waits for the result
+// *result += x·y on the device (result: one device float), summed in double in a fixed order; waits
+// for nothing.
+void gpu_dot_accumulate(Context& ctx, int64_t n, const float* x, const float* y, float* result);
 float gpu_asum(Context& ctx, int64_t n, const float* x);                 // Σ|x|, waits
 double gpu_sumsq(Context& ctx, int64_t n, const float* x);               // Σx² (in double: no overflow), waits
 

@@ -45,6 +45,15 @@ class Net {
   void Backward();
   void ClearParamDiffs();
 
+  // ---- GPU steps without waiting (gpu_step.hpp) --------------------------------------------------
+  // On a GPU net Forward() draws the step's numbers, queues every layer, then waits for the loss. A
+  // training step instead calls PrepareStep (each layer's; the caller uploads the StepInputs), then
+  // ForwardOnDevice over layer ranges: the weighted loss is added up in loss_device(), a device float
+  // the caller zeroes and reads when it wants.
+  void PrepareStep();
+  void ForwardOnDevice(int start, int end);
+  float* loss_device() const { return loss_device_; }
+
   // ---- weights -----------------------------------------------------------------------------------
   // Copies blobs by layer name from a trained net (V0 and V1 nets are upgraded first, see upgrade.hpp).
   // Layers absent here are ignored; a blob shape mismatch is an Error naming the layer, the blob index
@@ -97,6 +106,9 @@ class Net {
   void AppendParams(const LayerParameter& lp, int layer_id);
   void DecideBackward(const NetParameter& param);
   void SetValues(int64_t n, float value, float* values);  // on the net's device
+  // GPU nets: where a layer's class labels come straight from a data layer, the data layer checks
+  // them on the host (Layer::AddLabelCheck), so the consumer need not wait for the device.
+  void CheckLabelsAtTheirSource();
 
   std::string name_;
   std::string source_;
@@ -129,6 +141,7 @@ class Net {
   std::vector<Blob*> params_shared_from_other_;  // bound to another net's memory
   std::vector<const Blob*> params_other_source_;
   float* param_data_ = nullptr;
+  float* loss_device_ = nullptr;  // GPU nets: the forward pass's weighted loss
   float* param_diff_ = nullptr;
   int64_t param_count_ = 0;
   size_t data_bytes_ = 0;

@@ -18,12 +18,14 @@
 namespace cortado {
 
 class UpdateRule;
+class GpuStepper;
 
 class Solver {
  public:
   // solver_path names the solver file: errors mention it, and an unset snapshot_prefix derives
-  // from it.
-  Solver(const SolverParameter& param, const std::string& solver_path = "solver.prototxt");
+  // from it. On a GPU, cuda_graph lets training steps be captured and replayed as CUDA graphs
+  // (gpu_step.hpp); false queues every step layer by layer.
+  Solver(const SolverParameter& param, const std::string& solver_path = "solver.prototxt", bool cuda_graph = true);
   ~Solver();
 
   // Trains to max_iter, from a snapshot when resume_file is given; snapshots at the end.
@@ -43,7 +45,11 @@ class Solver {
   Net* net() { return net_.get(); }
   const std::vector<std::unique_ptr<Net>>& test_nets() const { return test_nets_; }
   Context& context() { return ctx_; }
-  float smoothed_loss() const { return smoothed_loss_; }
+  // The loss averaged over the last average_loss iterations of the current Step (on a GPU: read from
+  // the device, waiting for it).
+  float smoothed_loss();
+  // GPU training: the stepper (whether it replays CUDA graphs, how often); null on the CPU.
+  const GpuStepper* gpu_stepper() const { return stepper_.get(); }
   // The mean of each test-net output at the last test of test net i (in output order).
   const std::vector<float>& last_test_scores(int i) const { return last_test_scores_[i]; }
 
@@ -56,7 +62,11 @@ class Solver {
   // "Progress: N/max_iter iterations (P%), ETA ..." on its own line after the display line.
   void LogProgress(double elapsed_s, int iters_done) const;
   // Throws the Error that ends a run whose loss or gradients stopped being finite.
-  [[noreturn]] void StopDiverged(float loss);
+  [[noreturn]] void StopDiverged(int iteration, float loss);
+  // GPU: stops the way StopDiverged does if an iteration so far had a non-finite loss or gradient.
+  void CheckGpuDivergence();
+  // GPU: the lines ApplyUpdate logs on display iterations (the rate, clipping).
+  void LogGpuUpdate();
   std::string SnapshotFilename(const std::string& extension) const;
   // The layers with a data reader: train net first, then each test net, in layer order.
   std::vector<Layer*> Readers() const;
@@ -72,6 +82,7 @@ class Solver {
   std::unique_ptr<UpdateRule> rule_;
   std::vector<float*> history_;
   std::unique_ptr<Arena> arena_;
+  std::unique_ptr<GpuStepper> stepper_;  // GPU training steps
   int iter_ = 0;
   std::vector<float> losses_;
   float smoothed_loss_ = 0;

@@ -131,6 +131,25 @@ class UpdateRule {
 constexpr int kGpuSegmentsPerLaunch = 64;
 void gpu_update(Context& ctx, const UpdateConstants& c, FlatParams& params, const std::vector<float*>& history,
                 float rate);
+// The update of a GPU training step with the gradient's processing folded into the same kernel
+// (gpu_step.hpp), so that one launch, capturable into a CUDA graph, does what ClipGradients,
+// Regularize and ApplyOn do on the CPU, in their order, per element:
+//   g ← g · grad_scale (1 / iter_size; skipped when 1)  ·  *clip_scale (when set: min(1, clip / ‖g‖))
+//   g ← g + λ·w  (or λ·sign(w) for L1), λ = weight_decay · decay_mult, skipped where λ = 0
+// then the rule, with the rate and Adam's correction read from device floats (c.correction unused),
+// which the host rewrites before every step.
+struct FusedUpdate {
+  const float* rate = nullptr;        // device
+  const float* correction = nullptr;  // device; Adam only
+  const float* clip_scale = nullptr;  // device, or null: no clipping
+  float grad_scale = 1;
+  float weight_decay = 0;
+  bool l1 = false;
+};
+void gpu_update_fused(Context& ctx, const UpdateConstants& c, FlatParams& params, const std::vector<float*>& history,
+                      const FusedUpdate& fused);
+// Whether the solver's regularization_type is "L1" (else "L2"); throws Error naming any other.
+bool IsL1Regularization(const SolverParameter& param);
 // g += λ·w (L2) or g += λ·sign(w) (L1) with λ = weight_decay · decay_mult per segment, segments with
 // λ = 0 skipped: one launch per kGpuSegmentsPerLaunch segments, as gpu_update.
 void gpu_regularize(Context& ctx, FlatParams& params, float weight_decay, bool l1);

@@ -5,7 +5,8 @@
 # cifar10_quick (5,000 iterations, batch 100, a CIFAR-shaped LMDB of generated images). Prints the
 # training time (first iteration to the last, process start and set-up excluded), images/s, the
 # peak GPU memory of each process (nvidia-smi, sampled every 50 ms, above the idle level) and the
-# ratios. Logs go to $OUT (or build-gpu-bench/).
+# ratios. Cortado runs twice: with its steps replayed as CUDA graphs (the default) and eagerly
+# (--cuda_graph=false). Logs go to $OUT (or build-gpu-bench/).
 #
 # Usage (GPU machine, repository root, .gpu/bundle.tar.gz made by scripts/bench/gpu_bundle.sh):
 #   scripts/bench/gpu.sh            Environment: BUNDLE, LENET_ITERS, CIFAR_ITERS, GPU_TESTS=1 (also
@@ -79,10 +80,15 @@ rows=()
 bench_net() {  # bench_net NAME SOLVER ITERS BATCH
   local name=$1 iters=$3 batch=$4 solver mem secs
   solver=$(cortado_solver "$2" "$iters")
-  # shellcheck disable=SC2086
-  mem=$(run_sampled "$out/cortado_$name.log" "$b/bin/trainer" train --solver="$solver" ${CORTADO_FLAGS:-})
-  secs=$(log_span "$out/cortado_$name.log" '\] Solving ' 'Optimization Done')
-  rows+=("$name cortado $secs $(awk -v s="$secs" -v n="$iters" -v b="$batch" 'BEGIN { printf "%.0f", n * b / s }') $mem")
+  # cortado: steps replayed as CUDA graphs (the default); cortado-eager: --cuda_graph=false
+  for run in cortado cortado-eager; do
+    local flags=${CORTADO_FLAGS:-}
+    [[ $run == cortado-eager ]] && flags="$flags --cuda_graph=false"
+    # shellcheck disable=SC2086
+    mem=$(run_sampled "$out/${run}_$name.log" "$b/bin/trainer" train --solver="$solver" $flags)
+    secs=$(log_span "$out/${run}_$name.log" '\] Solving ' 'Optimization Done')
+    rows+=("$name $run $secs $(awk -v s="$secs" -v n="$iters" -v b="$batch" 'BEGIN { printf "%.0f", n * b / s }') $mem")
+  done
   for mode in eager graph; do
     mem=$(run_sampled "$out/pytorch_${name}_$mode.log" "$PYTHON" scripts/bench/pytorch_reference.py \
             --net "$name" --mode "$mode" --iters "$iters")

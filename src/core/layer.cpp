@@ -59,13 +59,20 @@ void Layer::set_param_propagate_down(int i, bool value) {
 
 Blob* Layer::AddScratch(bool with_diff) {
   scratch_diff_.push_back(with_diff);
+  scratch_workspace_.push_back(false);
   scratch_.push_back(std::make_unique<Blob>());
   return scratch_.back().get();
 }
 
+Blob* Layer::AddWorkspace() {
+  Blob* blob = AddScratch(false);
+  scratch_workspace_.back() = true;
+  return blob;
+}
+
 std::vector<Layer::Scratch> Layer::scratch_buffers() const {
   std::vector<Scratch> out;
-  for (size_t i = 0; i < scratch_.size(); ++i) out.push_back({scratch_[i].get(), scratch_diff_[i]});
+  for (size_t i = 0; i < scratch_.size(); ++i) out.push_back({scratch_[i].get(), scratch_diff_[i], scratch_workspace_[i]});
   return out;
 }
 
@@ -86,6 +93,36 @@ float Layer::Forward(const BlobVec& bottom, const BlobVec& top) {
     }
   }
   return total;
+}
+
+void Layer::ForwardOnDevice(const BlobVec& bottom, const BlobVec& top, float* device_loss) {
+  CHECK(ctx_.device() == Device::kGPU) << "ForwardOnDevice on a CPU net";
+  Forward_gpu(bottom, top);
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (loss(static_cast<int>(i)) == 0.0f) continue;
+    gpu_dot_accumulate(ctx_, top[i]->count(), top[i]->data(), top[i]->diff(), device_loss);
+  }
+}
+
+void Layer::FailBadLabelAt(float label, int64_t position) const {
+  const LabelRule rule = label_rule();
+  FailBadLabel(Describe(), label, position, rule.classes,
+               rule.has_ignore ? " or ignore_label " + std::to_string(rule.ignore_label) : "");
+}
+
+void Layer::CheckLabelsOnHost(int top_index, const float* labels, int64_t count) const {
+  for (const auto& [top, consumer] : label_checks_) {
+    if (top != top_index) continue;
+    const LabelRule rule = consumer->label_rule();
+    for (int64_t i = 0; i < count; ++i) {
+      // The label as the layers read it (static_cast<int>, NaN and out-of-range values invalid).
+      const float v = labels[i];
+      const bool integral = v >= -2147483648.0f && v < 2147483648.0f;
+      const int l = integral ? static_cast<int>(v) : -1;
+      if (integral && rule.has_ignore && l == rule.ignore_label) continue;
+      if (!integral || l < 0 || l >= rule.classes) consumer->FailBadLabelAt(v, i);
+    }
+  }
 }
 
 void Layer::Backward(const BlobVec& top, const std::vector<bool>& propagate_down,

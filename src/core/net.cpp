@@ -5,6 +5,7 @@
 #include <glog/logging.h>
 
 #include <set>
+#include <tuple>
 
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
@@ -30,8 +31,9 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
   for (int layer_id = 0; layer_id < param.layer_size(); ++layer_id) {
     LayerParameter lp = param.layer(layer_id);
     if (!lp.has_phase()) lp.set_phase(phase_);
-    CORTADO_REQUIRE(!layer_index_.count(lp.name()), source_, ": two layers are named '", lp.name(),
-                    "'; layer names must be unique");
+    if (layer_index_.count(lp.name()))  // Caffe allows it (its mnist_autoencoder has two "loss" layers)
+      LOG(WARNING) << source_ << ": two layers are named '" << lp.name() << "'; weights are copied by name, "
+                   << "to the later one, as Caffe does";
     CORTADO_REQUIRE(lp.propagate_down_size() == 0 || lp.propagate_down_size() == lp.bottom_size(),
                     source_, ": layer ", lp.name(), ": give propagate_down once per bottom or not at all");
     try {
@@ -112,7 +114,24 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
     LOG(INFO) << "This network produces output " << blob_names_[id];
   }
   DecideBackward(param);
+  if (ctx_.device() == Device::kGPU) CheckLabelsAtTheirSource();
   LOG(INFO) << "Network initialization done.";
+}
+
+void Net::CheckLabelsAtTheirSource() {
+  std::vector<std::pair<int, int>> producer(blobs_.size(), {-1, -1});  // blob -> (layer, top); in-place: last writer
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < top_id_vecs_[i].size(); ++j) producer[top_id_vecs_[i][j]] = {static_cast<int>(i), static_cast<int>(j)};
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    const Layer::LabelRule rule = layers_[i]->label_rule();
+    if (rule.bottom < 0 || rule.bottom >= static_cast<int>(bottom_id_vecs_[i].size())) continue;
+    auto [source, top] = producer[bottom_id_vecs_[i][rule.bottom]];
+    while (source >= 0 && std::string(layers_[source]->type()) == "Split")  // a Split's tops are its bottom
+      std::tie(source, top) = producer[bottom_id_vecs_[source][0]];
+    if (source < 0 || source >= static_cast<int>(i) || !layers_[source]->CanCheckLabels()) continue;
+    layers_[source]->AddLabelCheck(top, layers_[i].get());
+    layers_[i]->set_labels_checked_upstream(true);
+  }
 }
 
 Net::~Net() = default;

@@ -2,14 +2,17 @@
 // in and out.
 #include <glog/logging.h>
 
+#include <algorithm>
 #include <set>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
 #include "cortado/net.hpp"
+#include "cortado/step_inputs.hpp"
 #include "cortado/upgrade.hpp"
 
 namespace cortado {
@@ -37,6 +40,7 @@ void Net::RequestMemory(MemoryPlan& plan) {
   // Activations: data always; diffs in nets that run backward, and on loss tops (they hold weights).
   const bool backward = phase_ == TRAIN;
   std::vector<bool> requested(blobs_.size(), false);
+  std::vector<Blob*> workspaces;
   for (size_t i = 0; i < layers_.size(); ++i) {
     for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
       const int id = top_id_vecs_[i][j];
@@ -44,8 +48,24 @@ void Net::RequestMemory(MemoryPlan& plan) {
       requested[id] = true;
       plan.RequestBlob(blobs_[id].get(), backward || layers_[i]->loss(static_cast<int>(j)) != 0);
     }
-    for (const auto& scratch : layers_[i]->scratch_buffers())
-      plan.RequestBlob(scratch.blob, scratch.with_diff);
+    for (const auto& scratch : layers_[i]->scratch_buffers()) {
+      if (scratch.workspace) {
+        workspaces.push_back(scratch.blob);
+      } else {
+        plan.RequestBlob(scratch.blob, scratch.with_diff);
+      }
+    }
+  }
+  // Workspaces: one region for all, as large as the largest (layers run one at a time, in order).
+  int64_t workspace_floats = 0;
+  for (const Blob* w : workspaces) workspace_floats = std::max(workspace_floats, w->count());
+  if (!workspaces.empty()) {
+    const Device device = plan.device();
+    plan.Request(workspace_floats, [workspaces, workspace_floats, device](float* region) {
+      for (Blob* w : workspaces) w->Bind(device, region, nullptr, workspace_floats);
+    });
+    LOG(INFO) << "Workspace shared by " << workspaces.size() << " buffer(s): " << workspace_floats * sizeof(float)
+              << " bytes";
   }
   // Parameters: owners laid end to end in one data and one gradient buffer, unless they come from
   // another net.
@@ -56,6 +76,7 @@ void Net::RequestMemory(MemoryPlan& plan) {
     offsets.push_back(external.count(p) ? -1 : param_count_);
     if (!external.count(p)) param_count_ += p->count();
   }
+  if (plan.device() == Device::kGPU) plan.Request(1, [this](float* loss) { loss_device_ = loss; });
   plan.Request(param_count_, [this](float* data) { param_data_ = data; });
   const Device device = plan.device();
   plan.Request(param_count_, [this, offsets, device](float* diff) {
@@ -118,6 +139,17 @@ void Net::AllocateOwnArena() {
 
 float Net::ForwardFromTo(int start, int end) {
   CHECK(initialized_) << "Net::Forward before Initialize";
+  if (ctx_.device() == Device::kGPU) {
+    if (start == 0) {
+      PrepareStep();
+      StepInputsOf(ctx_).Upload(ctx_);
+    }
+    gpu_set(ctx_, 1, 0.0f, loss_device_);
+    ForwardOnDevice(start, end);
+    float loss = 0;
+    GpuCopy(&loss, loss_device_, sizeof loss);  // waits for the forward pass
+    return loss;
+  }
   float loss = 0;
   try {
     for (int i = start; i <= end; ++i) loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
@@ -125,6 +157,19 @@ float Net::ForwardFromTo(int start, int end) {
     throw Error(source_ + ": " + e.what());  // a bad label or record: name the prototxt as setup does
   }
   return loss;
+}
+
+void Net::PrepareStep() {
+  for (auto& layer : layers_) layer->PrepareStep();
+}
+
+void Net::ForwardOnDevice(int start, int end) {
+  CHECK(initialized_ && ctx_.device() == Device::kGPU) << "Net::ForwardOnDevice needs an initialised GPU net";
+  try {
+    for (int i = start; i <= end; ++i) layers_[i]->ForwardOnDevice(bottom_vecs_[i], top_vecs_[i], loss_device_);
+  } catch (const Error& e) {
+    throw Error(source_ + ": " + e.what());  // a bad label or record: name the prototxt as setup does
+  }
 }
 
 float Net::Forward() { return ForwardFromTo(0, static_cast<int>(layers_.size()) - 1); }

@@ -75,6 +75,7 @@ void PipelineDataLayer::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   const bool label = top.size() > 1;
   wait_seconds_ += pipeline_->Next(staging[0], label ? staging[1] : nullptr);
   position_ = pipeline_->position();
+  if (label) CheckLabelsOnHost(1, staging[1], source_.batch_size);
   std::vector<float*> device = {top[0]->data()};
   if (label) device.push_back(top[1]->data());
   uploader_->Upload(device);

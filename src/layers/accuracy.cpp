@@ -23,6 +23,9 @@ class AccuracyLayer : public Layer {
   int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int) const override { return false; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
+  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(label, position); }
+  bool IsCapturable() const override { return labels_checked_upstream(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const AccuracyParameter& ap = param_.accuracy_param();
@@ -101,7 +104,7 @@ class AccuracyLayer : public Layer {
     float bad_label = 0;
     const int64_t at = AccuracyForwardGpu(ctx_, outer_, channels_, inner_, top_k_, has_ignore_label_, ignore_label_,
                                           bottom[0]->data(), bottom[1]->data(), work_->data(), top[0]->data(),
-                                          top.size() > 1 ? top[1]->data() : nullptr, &bad_label);
+                                          top.size() > 1 ? top[1]->data() : nullptr, BadLabelOut(&bad_label));
     if (at >= 0) FailBadLabel(bad_label, at);
   }
 

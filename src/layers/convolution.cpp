@@ -91,7 +91,7 @@ class ConvolutionLayer : public Layer {
     col_ = AddScratch();
     product_ = AddScratch();
     dw_partial_ = AddScratch();
-    if (ctx_.device() == Device::kGPU) workspace_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) workspace_ = AddWorkspace();
     if (ctx_.device() == Device::kGPU && p.engine() != ConvolutionParameter::CAFFE) {
       if (BuiltWithCudnn()) {
         cudnn_ = CreateCudnnConvolution();

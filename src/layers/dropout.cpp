@@ -3,8 +3,9 @@
 // RNG; Backward applies the same mask: dx = dy · m / (1 − r). TEST: y = x, dx = dy.
 // The mask is kept, already scaled (0 or 1 / (1 − r)), in a scratch buffer. In place works too.
 // GPU: the mask comes from a counter-based hash of (seed, element index) in the kernel
-// (cuda/dropout.cu), the seed drawn from the context's RNG on the host each Forward — the same
-// distribution as the CPU's, not the same numbers.
+// (cuda/dropout.cu), the seed drawn from the context's RNG on the host before each step (PrepareStep)
+// and read by the kernel from the context's StepInputs, so a captured CUDA graph draws a new mask at
+// every replay — the same distribution as the CPU's, not the same numbers.
 #include <cstdint>
 
 #include "cortado/error.hpp"
@@ -13,6 +14,7 @@
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "cortado/step_inputs.hpp"
 
 namespace cortado {
 
@@ -30,6 +32,14 @@ class DropoutLayer : public NeuronLayer {
     // A 32-bit draw u drops its element when u < ratio · 2³².
     threshold_ = static_cast<uint64_t>(static_cast<double>(ratio) * 4294967296.0);
     if (phase() == TRAIN) mask_ = AddScratch();
+    if (mask_ && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
+  }
+
+  void PrepareStep() override {
+    if (seed_slot_ < 0) return;
+    std::mt19937& rng = ctx_.rng();
+    const uint64_t high = rng();
+    StepInputsOf(ctx_).SetWord(seed_slot_, (high << 32) | rng());
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -72,10 +82,7 @@ class DropoutLayer : public NeuronLayer {
       gpu_copy(ctx_, n, bottom[0]->data(), top[0]->data());  // nothing when in place
       return;
     }
-    std::mt19937& rng = ctx_.rng();
-    const uint64_t high = rng();
-    const uint64_t seed = (high << 32) | rng();
-    DropoutForwardGpu(ctx_, n, seed, threshold_, scale_, bottom[0]->data(), mask_->data(), top[0]->data());
+    DropoutForwardGpu(ctx_, n, StepInputsOf(ctx_).device_word(seed_slot_), threshold_, scale_, bottom[0]->data(), mask_->data(), top[0]->data());
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -91,6 +98,7 @@ class DropoutLayer : public NeuronLayer {
 
  private:
   Blob* mask_ = nullptr;
+  int seed_slot_ = -1;  // GPU, TRAIN: the seed's StepInputs slot
   float scale_ = 2.0f;
   uint64_t threshold_ = 0;
 };

@@ -18,6 +18,7 @@ class DummyDataLayer : public Layer {
   using Layer::Layer;
   const char* type() const override { return "DummyData"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool IsCapturable() const override { return false; }  // random fillers are drawn on the host
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
 

@@ -23,6 +23,9 @@ class HingeLossLayer : public LossLayer {
   using LossLayer::LossLayer;
   const char* type() const override { return "HingeLoss"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  LabelRule label_rule() const override { return {1, dim_, false, 0}; }
+  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(Describe(), label, position, dim_); }
+  bool IsCapturable() const override { return labels_checked_upstream(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
@@ -76,7 +79,7 @@ class HingeLossLayer : public LossLayer {
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     float bad_label = 0;
     const int64_t at = HingeLossForwardGpu(ctx_, num_, dim_, bottom[0]->data(), bottom[1]->data(), l2_,
-                                           work_->data(), top[0]->data(), &bad_label);
+                                           work_->data(), top[0]->data(), BadLabelOut(&bad_label));
     if (at >= 0) FailBadLabel(Describe(), bad_label, at, dim_);
   }
 

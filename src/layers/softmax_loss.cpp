@@ -28,6 +28,9 @@ class SoftmaxWithLossLayer : public LossLayer {
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
+  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(label, position); }
+  bool IsCapturable() const override { return labels_checked_upstream(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
@@ -124,7 +127,7 @@ class SoftmaxWithLossLayer : public LossLayer {
     float bad_label = 0;
     const int64_t at = SoftmaxLossForwardGpu(
         ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(), has_ignore_label_, ignore_label_,
-        normalization_ == LossParameter::VALID, FixedNormalizer(), work_->data(), top[0]->data(), &bad_label);
+        normalization_ == LossParameter::VALID, FixedNormalizer(), work_->data(), top[0]->data(), BadLabelOut(&bad_label));
     if (at >= 0) FailBadLabel(bad_label, at);
   }
 

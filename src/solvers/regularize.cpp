@@ -30,14 +30,17 @@ double SumSquares(const float* x, int64_t n) {
   return total;
 }
 
-// Whether regularization_type asks for L1 (else L2); throws for an unknown type.
-bool IsL1(const SolverParameter& param) {
+}  // namespace
+
+bool IsL1Regularization(const SolverParameter& param) {
   const std::string& type = param.regularization_type();
   const bool l1 = type == "L1";
   CORTADO_REQUIRE(l1 || type == "L2", "solver: unknown regularization_type \"", type,
                   "\" (known types: L2, L1)");
   return l1;
 }
+
+namespace {
 
 void LogClipping(float norm, float clip_gradients, float scale) {
   LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << norm << " > " << clip_gradients
@@ -78,7 +81,7 @@ float ClipGradients(FlatParams& params, float clip_gradients) {
 }
 
 void Regularize(FlatParams& params, const SolverParameter& param) {
-  const bool l1 = IsL1(param);
+  const bool l1 = IsL1Regularization(param);
   for (const ParamSegment& s : params.segments) {
     const float decay = param.weight_decay() * s.decay_mult;
     if (decay == 0) continue;
@@ -113,7 +116,7 @@ float ClipGradients(Context& ctx, FlatParams& params, float clip_gradients) {
 
 void Regularize(Context& ctx, FlatParams& params, const SolverParameter& param) {
   if (ctx.device() == Device::kCPU) return Regularize(params, param);
-  gpu_regularize(ctx, params, param.weight_decay(), IsL1(param));
+  gpu_regularize(ctx, params, param.weight_decay(), IsL1Regularization(param));
 }
 
 }  // namespace cortado

@@ -1,7 +1,7 @@
 // solver.cpp — the training loop: nets and memory at setup, then iterations of test / forward-backward
-// / display / update / snapshot, with Caffe's log lines. On a GPU context every step stays on the
-// device; the host reads numbers only for the loss, the finiteness check, clipping's norm, display
-// and test outputs, and snapshots.
+// / display / update / snapshot, with Caffe's log lines. On a GPU context a GpuStepper queues each
+// step without waiting (gpu_step.hpp); the host reads the device only to display (loss, divergence,
+// outputs, clipping), to test and to snapshot.
 #include "cortado/solver.hpp"
 
 #include <glog/logging.h>
@@ -15,6 +15,7 @@
 #include "cortado/divergence.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
+#include "cortado/gpu_step.hpp"
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
@@ -71,7 +72,7 @@ SolverParameter ReadSolverParameter(const std::string& path) {
   return param;
 }
 
-Solver::Solver(const SolverParameter& param, const std::string& solver_path)
+Solver::Solver(const SolverParameter& param, const std::string& solver_path, bool cuda_graph)
     : param_(param),
       solver_path_(solver_path),
       ctx_(ChooseDevice(param), param.random_seed(), param.device_id()) {
@@ -86,6 +87,10 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path)
   history_.assign(rule_->num_history(), nullptr);
   for (int k = 0; k < rule_->num_history(); ++k)
     plan.Request(net_->param_count(), [this, k](float* h) { history_[k] = h; });
+  if (ctx_.device() == Device::kGPU) {
+    stepper_ = std::make_unique<GpuStepper>(ctx_, *net_, param_, *rule_, cuda_graph);
+    stepper_->RequestMemory(plan);
+  }
   LOG(INFO) << "Reserving " << plan.bytes() << " bytes for nets, parameters and solver history";
   arena_ = plan.Allocate();
   net_->Initialize();
@@ -97,6 +102,7 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path)
       cpu_set(net_->param_count(), 0.0f, h);
     }
   }
+  if (stepper_) stepper_->Bind(history_);
   LOG(INFO) << "Solver scaffolding done.";
 }
 
@@ -214,6 +220,7 @@ void Solver::Step(int iters) {
   const int stop_iter = iter_ + iters;
   losses_.clear();
   smoothed_loss_ = 0;
+  if (stepper_) stepper_->ResetLossAverage();
   const auto step_start = std::chrono::steady_clock::now();
   auto last_display = step_start;
   int last_display_iter = iter_;
@@ -222,20 +229,29 @@ void Solver::Step(int iters) {
   for (const auto& layer : net_->layers()) train_has_reader |= layer->HasReader();
   const int iter_size = std::max(param_.iter_size(), 1);
   while (iter_ < stop_iter) {
-    net_->ClearParamDiffs();
     if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
         (iter_ > 0 || param_.test_initialization())) {
       TestAll();
     }
     const bool display = param_.display() && iter_ % param_.display() == 0;
-    float loss = 0;
-    for (int i = 0; i < iter_size; ++i) {
-      loss += net_->Forward();
-      net_->Backward();
+    if (stepper_) {  // queued without waiting; the host reads the device only to display
+      stepper_->RunPasses(iter_);
+      stepper_->RunUpdate(iter_);
+      if (display) {
+        CheckGpuDivergence();
+        smoothed_loss_ = stepper_->SmoothedLoss();
+      }
+    } else {
+      net_->ClearParamDiffs();
+      float loss = 0;
+      for (int i = 0; i < iter_size; ++i) {
+        loss += net_->Forward();
+        net_->Backward();
+      }
+      loss /= iter_size;
+      if (!std::isfinite(loss) || !AllFinite(ctx_, net_->param_diff(), net_->param_count())) StopDiverged(iter_, loss);
+      UpdateSmoothedLoss(loss, start_iter);
     }
-    loss /= iter_size;
-    if (!std::isfinite(loss) || !AllFinite(ctx_, net_->param_diff(), net_->param_count())) StopDiverged(loss);
-    UpdateSmoothedLoss(loss, start_iter);
     if (display) {
       const auto now = std::chrono::steady_clock::now();
       const double lapse = std::chrono::duration<double>(now - last_display).count();
@@ -264,8 +280,14 @@ void Solver::Step(int iters) {
       last_display_wait = wait;
       LogProgress(std::chrono::duration<double>(now - step_start).count(), iter_ - start_iter);
     }
-    ApplyUpdate();
+    if (stepper_) {
+      if (display) LogGpuUpdate();
+    } else {
+      ApplyUpdate();
+    }
     ++iter_;
+    const bool snapshot = (param_.snapshot() && iter_ % param_.snapshot() == 0) || snapshot_requested_;
+    if (stepper_ && snapshot) CheckGpuDivergence();  // a snapshot holds no diverged weights
     if (param_.snapshot() && iter_ % param_.snapshot() == 0) Snapshot();
     if (snapshot_requested_) {
       snapshot_requested_ = 0;
@@ -273,6 +295,24 @@ void Solver::Step(int iters) {
     }
     if (stop_requested_) break;
   }
+  if (stepper_) CheckGpuDivergence();
+}
+
+float Solver::smoothed_loss() { return stepper_ ? stepper_->SmoothedLoss() : smoothed_loss_; }
+
+void Solver::LogGpuUpdate() {
+  LOG(INFO) << "Iteration " << iter_ << ", lr = " << stepper_->last_rate();
+  const float clip = param_.clip_gradients();
+  if (clip < 0) return;
+  const float norm = stepper_->GradientNorm();
+  if (norm > clip)
+    LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << norm << " > " << clip
+              << ") by scale factor " << clip / norm;
+}
+
+void Solver::CheckGpuDivergence() {
+  const int first = stepper_->FirstNonFiniteIteration();
+  if (first >= 0) StopDiverged(first, stepper_->SmoothedLoss());
 }
 
 namespace {
@@ -299,11 +339,11 @@ void Solver::LogProgress(double elapsed_s, int iters_done) const {
   LOG(INFO) << line.str();
 }
 
-void Solver::StopDiverged(float loss) {
+void Solver::StopDiverged(int iteration, float loss) {
   ctx_.Synchronize();
   std::string where = FindNonFinite(*net_);
   if (where.empty()) where = "the gradients overflowed";
-  Fail(solver_path_, ": training diverged at iteration ", iter_, " (loss = ", loss, "): ", where,
+  Fail(solver_path_, ": training diverged at iteration ", iteration, " (loss = ", loss, "): ", where,
        ". Try a lower base_lr (now ", param_.base_lr(), ")",
        param_.clip_gradients() < 0 ? " or set clip_gradients" : "");
 }

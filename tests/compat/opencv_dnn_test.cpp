@@ -2,22 +2,114 @@
 // .caffemodel Cortado trained (with Caffe's deploy lenet.prototxt) and scores the MNIST test set
 // exactly as `trainer test` does. Needs data/mnist (scripts/test.sh prepares it) and python3-opencv
 // (scripts/install_deps.sh installs it; the test is skipped, visibly, only when it is missing).
+//
+// And Caffe's AlexNet, GoogLeNet and ResNet-50 deploy nets, with weights Cortado gave them and saved,
+// map the same input to the same softmax in Cortado and in OpenCV (max relative error ≤ 1e-4).
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
 
+#include "cortado/io.hpp"
+#include "cortado/upgrade.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {
 
 namespace {
 
+bool HaveOpenCv() { return std::system("/usr/bin/python3 -c 'import cv2' 2>/dev/null") == 0; }
+
+// |a − b| / max(|a|, |b|), the largest over the elements (0 where both are 0).
+double MaxRelativeError(const std::vector<float>& a, const std::vector<float>& b) {
+  double worst = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const double scale = std::max(std::fabs(a[i]), std::fabs(b[i]));
+    if (scale > 0) worst = std::max(worst, std::fabs(double(a[i]) - b[i]) / scale);
+  }
+  return worst;
+}
+
 }  // namespace
 
+class OpenCvDeployNets : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OpenCvDeployNets, GiveOpenCvsSoftmaxWithCortadosWeights) {
+  if (!HaveOpenCv()) GTEST_SKIP() << "python3-opencv is not installed (scripts/install_deps.sh installs it)";
+  const std::string dir = TempDir();
+  const std::string deploy = SourceDir() + "/tests/compat/caffe-models/" + GetParam();
+  NetParameter param;
+  ReadProtoFromTextFile(deploy, &param);
+  if (NetNeedsUpgrade(param)) UpgradeNet(&param, deploy);
+  param.mutable_state()->set_phase(TEST);
+  Context ctx(Device::kCPU, 1);
+  Net net(param, ctx, deploy);
+  net.AllocateOwnArena();
+  FillTrainedLikeWeights(net, 11);
+  // The deploy net's own input shape; pixels of a mean-subtracted image's range.
+  Blob& input = *net.blob_by_name(net.blob_names()[0]);
+  ASSERT_EQ(input.num_axes(), 4);
+  std::mt19937 rng(5);
+  FillUniform(&input, rng, -100.0f, 100.0f);
+  const std::vector<float> pixels = input.ReadData();
+  WriteFile(dir + "/input.f32", std::string(reinterpret_cast<const char*>(pixels.data()), pixels.size() * sizeof(float)));
+  // The classifier (the last layer with weights) rescaled so that its logits spread over about 3
+  // units: a softmax saturated to 1e-37 would compare the libraries' exp underflow, not their nets.
+  const int classifier = [&] {
+    for (int i = static_cast<int>(net.layers().size()) - 1; i >= 0; --i)
+      if (!net.layers()[i]->blobs().empty()) return i;
+    return -1;
+  }();
+  ASSERT_GE(classifier, 0);
+  net.Forward();
+  const std::vector<float> logits = net.top_vecs()[classifier][0]->ReadData();
+  double sum = 0, sumsq = 0;
+  for (float v : logits) sum += v, sumsq += double(v) * v;
+  const double mean = sum / logits.size(), spread = std::sqrt(std::max(sumsq / logits.size() - mean * mean, 1e-12));
+  for (auto& blob : net.layers()[classifier]->blobs()) {
+    std::vector<float> values = blob->ReadData();
+    for (float& v : values) v = static_cast<float>(v * 3.0 / spread);
+    blob->WriteData(values);
+  }
+  NetParameter trained;
+  net.ToProto(&trained);
+  const std::string weights = dir + "/weights.caffemodel";
+  WriteProtoToBinaryFile(trained, weights);
+
+  net.Forward();
+  const std::vector<float> ours = net.output_blobs().back()->ReadData();
+
+  std::ostringstream command;
+  command << "/usr/bin/python3 " << SourceDir() << "/tests/compat/opencv_forward.py " << deploy << " " << weights
+          << " " << dir << "/input.f32";
+  for (int d = 0; d < 4; ++d) command << " " << input.shape(d);
+  command << " " << dir << "/opencv.f32";
+  const auto cv = RunCommand(command.str());
+  ASSERT_EQ(cv.exit_code, 0) << cv.err;
+  const std::string bytes = ReadFile(dir + "/opencv.f32");
+  ASSERT_EQ(bytes.size(), ours.size() * sizeof(float)) << "OpenCV's output has another size";
+  std::vector<float> theirs(ours.size());
+  std::memcpy(theirs.data(), bytes.data(), bytes.size());
+  const double error = MaxRelativeError(ours, theirs);
+  std::printf("%s: %zu softmax values, max relative error %.3g\n", GetParam().c_str(), ours.size(), error);
+  EXPECT_LE(error, 1e-4);
+  // Not a degenerate softmax: the weights give each image a clear, input-dependent answer.
+  EXPECT_GT(*std::max_element(ours.begin(), ours.end()), 2.0f / (ours.size() / input.shape(0)));
+}
+
+INSTANTIATE_TEST_SUITE_P(AlexNetGoogLeNetResNet50, OpenCvDeployNets,
+                         ::testing::Values("models/bvlc_alexnet/deploy.prototxt",
+                                           "models/bvlc_googlenet/deploy.prototxt",
+                                           "resnet/ResNet-50-deploy.prototxt"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           return std::string(info.index == 0 ? "AlexNet" : info.index == 1 ? "GoogLeNet" : "ResNet50");
+                         });
+
 TEST(OpenCvDnn, LoadsCortadosLeNetAndScoresMnistLikeTrainerTest) {
-  if (std::system("/usr/bin/python3 -c 'import cv2' 2>/dev/null") != 0)
+  if (!HaveOpenCv())
     GTEST_SKIP() << "python3-opencv is not installed (scripts/install_deps.sh installs it)";
   const std::string root = SourceDir();
   for (const char* file : {"/data/mnist/mnist_train_lmdb/data.mdb", "/data/mnist/mnist_test_lmdb/data.mdb",

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "cortado/data.hpp"
+#include "cortado/gpu_step.hpp"
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/solver.hpp"
@@ -178,13 +179,108 @@ TEST(TrainingGpuMemory, StepsAllocateNoDeviceMemory) {
   SolverParameter param = TinySolver(dir, "Adam", true, "gpu");
   param.set_snapshot(5);  // snapshots, tests and displays inside the steps
   Solver solver(param);
-  solver.Step(1);
+  solver.Step(2);  // the warm-up iteration, then the one that captures the CUDA graphs
+  ASSERT_TRUE(solver.gpu_stepper()->using_graphs());
   const int64_t before = GpuAllocationCount();
   const size_t free_before = GpuFreeMemory();
   solver.Step(10);
   EXPECT_EQ(GpuAllocationCount(), before) << "a training step allocated device memory";
   EXPECT_EQ(GpuFreeMemory(), free_before) << "device memory was taken during the steps (a library's own allocation?)";
-  EXPECT_EQ(solver.iter(), 11);
+  EXPECT_EQ(solver.iter(), 12);
+}
+
+// The tiny net with dropout after the hidden layer: every step needs a new mask.
+std::string WriteTinyDropoutNet(const std::string& dir) {
+  std::string text = ReadFile(WriteTinyNet(dir));
+  const std::string relu = "layer { name: \"relu\"";
+  text.insert(text.find(relu), "layer { name: \"drop\" type: \"Dropout\" bottom: \"ip1\" top: \"ip1\" "
+                               "dropout_param { dropout_ratio: 0.3 } include { phase: TRAIN } }\n");
+  const std::string path = dir + "/tiny_dropout.prototxt";
+  WriteFile(path, text);
+  return path;
+}
+
+class TrainingGpuGraphs : public testing::TestWithParam<std::string> {};
+
+// The same run with graphs and without: replaying the captured kernels with each step's rate, Adam
+// correction and dropout seeds gives the eager run's weights exactly.
+TEST_P(TrainingGpuGraphs, ReplayEqualsEagerBitForBit) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  SolverParameter param = TinySolver(dir, GetParam(), true, "graph");
+  param.set_net(WriteTinyDropoutNet(dir));
+  Solver graphs(param, "graphs.prototxt", true);
+  Solver eager(param, "eager.prototxt", false);
+  ASSERT_TRUE(graphs.gpu_stepper()->using_graphs());
+  ASSERT_FALSE(eager.gpu_stepper()->using_graphs());
+  for (int i = 0; i < 3; ++i) {
+    graphs.Step(4);
+    eager.Step(4);
+    EXPECT_EQ(graphs.smoothed_loss(), eager.smoothed_loss()) << "after " << 4 * (i + 1) << " iterations";
+  }
+  ExpectNear(Weights(graphs), Weights(eager), 0.0f, "weights after 12 iterations");
+  // Iteration 1 warms up; from the second, each iteration replays the pass graph iter_size (2) times
+  // and the update graph once.
+  EXPECT_EQ(graphs.gpu_stepper()->graph_launches(), 3 * 11);
+  EXPECT_EQ(eager.gpu_stepper()->graph_launches(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(SgdAndAdam, TrainingGpuGraphs, testing::Values("SGD", "Adam"));
+
+TEST(TrainingGpuGraphs, LabelsOnlyTheGpuCanCheckTurnGraphsOff) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  const std::string net = dir + "/dummy_labels.prototxt";
+  WriteFile(net, R"(name: "dummy"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+        dummy_data_param { shape { dim: 8 dim: 5 } shape { dim: 8 } data_filler { type: "gaussian" } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)");
+  SolverParameter param;
+  ReadProtoFromTextString("base_lr: 0.01 lr_policy: 'fixed' max_iter: 10 solver_mode: GPU random_seed: 1 "
+                          "snapshot_after_train: false",
+                          &param);
+  param.set_net(net);
+  Solver solver(param);
+  EXPECT_FALSE(solver.gpu_stepper()->using_graphs()) << "the loss waits for the GPU to check its labels";
+  solver.Step(3);  // eager steps still train
+  EXPECT_TRUE(std::isfinite(solver.smoothed_loss()));
+}
+
+TEST(TrainingGpuGraphs, BadLabelsFromTheDataLayerFailOnTheHostNamingTheLoss) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  const std::string lmdb = WriteRandomImageLmdb(dir + "/ten_classes_lmdb", 16, 1, 6, 10, 3);
+  const std::string net = dir + "/four_outputs.prototxt";
+  WriteFile(net, "name: 'bad'\n" + DataLayer(lmdb, "TRAIN", 8) + R"(
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)");
+  SolverParameter param;
+  ReadProtoFromTextString("base_lr: 0.01 lr_policy: 'fixed' max_iter: 10 solver_mode: GPU random_seed: 1 "
+                          "snapshot_after_train: false",
+                          &param);
+  param.set_net(net);
+  Solver solver(param);
+  EXPECT_TRUE(solver.gpu_stepper()->using_graphs());
+  const std::string error = ErrorOf([&] { solver.Step(1); });
+  EXPECT_NE(error.find("layer loss (SoftmaxWithLoss): label 4 (at position 4) is outside the valid range [0, 4)"),
+            std::string::npos)
+      << error;
+}
+
+TEST(TrainingGpuGraphs, DivergenceIsCaughtAtTheNextDisplayNamingItsIteration) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  SolverParameter param = TinySolver(dir, "SGD", true, "diverge");
+  param.set_base_lr(1e30f);
+  param.clear_clip_gradients();
+  param.set_display(5);
+  Solver solver(param);
+  const std::string error = ErrorOf([&] { solver.Step(20); });
+  EXPECT_NE(error.find("training diverged at iteration "), std::string::npos) << error;
+  EXPECT_LE(solver.iter(), 6) << "the first display after the divergence stops training";
 }
 
 class TrainingGpuSnapshots : public testing::TestWithParam<std::string> {};

@@ -7,8 +7,11 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include <memory>
+
 #include "cortado/context.hpp"
 #include "cortado/cuda/check.hpp"
+#include "cortado/step_inputs.hpp"
 
 namespace cortado {
 
@@ -23,7 +26,12 @@ struct GpuResources {
   cudaStream_t compute = nullptr;
   cudaStream_t copy = nullptr;
   cublasHandle_t cublas = nullptr;
+  // cuBLAS's workspace, given to it once (cublasSetWorkspace) so that it never allocates inside a
+  // step or a CUDA graph capture; 32 MiB, NVIDIA's advice for Hopper.
+  static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
+  void* cublas_workspace = nullptr;
   unsigned int* finite_counter = nullptr;  // mapped pinned host memory for gpu_all_finite
+  std::unique_ptr<StepInputs> step_inputs;  // StepInputsOf(ctx)
 #ifdef CORTADO_WITH_CUDNN
   cudnnHandle_t cudnn = nullptr;
 #endif

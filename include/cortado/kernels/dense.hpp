@@ -29,7 +29,8 @@ void SoftmaxBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t i
 // as INT_MIN, as x86 converts them (so they are out of range on both devices).
 // The loss and accuracy kernels mark the first position whose label is out of range in one device
 // word, `flag`; this reads it back (waiting for the compute stream) and returns that position and
-// the label's value there (*value_host), or −1 when every label was valid.
+// the label's value there (*value_host), or −1 when every label was valid. A null value_host (labels
+// checked on the host upstream, Layer::BadLabelOut) skips the check: nothing is read or waited for.
 int64_t FirstBadLabelGpu(Context& ctx, const float* flag, const float* labels, float* value_host);
 
 // ---- SoftmaxWithLoss (softmax_loss.cu) -----------------------------------------------------------

@@ -25,8 +25,8 @@ void TanHBackwardGpu(Context& ctx, int64_t n, const float* y, const float* dy, f
 
 // ---- Dropout (dropout.cu) --------------------------------------------------------------------------
 // mask[i] = (u_i ≥ threshold ? scale : 0) and y[i] = x[i]·mask[i], where u_i is a 32-bit hash of
-// (seed, i) (counter-based: the same seed gives the same mask). y may be x.
-void DropoutForwardGpu(Context& ctx, int64_t n, uint64_t seed, uint64_t threshold, float scale, const float* x,
+// (*seed, i), seed a device word (counter-based: the same seed gives the same mask). y may be x.
+void DropoutForwardGpu(Context& ctx, int64_t n, const uint64_t* seed, uint64_t threshold, float scale, const float* x,
                        float* mask, float* y);
 
 // ---- Concat and Slice (concat.cu) ------------------------------------------------------------------

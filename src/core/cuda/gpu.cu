@@ -131,6 +131,8 @@ GpuResources::GpuResources(int device_id) : device(device_id) {
     CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
     CORTADO_CUBLAS_CHECK(cublasCreate(&cublas));
     CORTADO_CUBLAS_CHECK(cublasSetStream(cublas, compute));
+    cublas_workspace = GpuAllocate(kCublasWorkspaceBytes);
+    CORTADO_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_workspace, kCublasWorkspaceBytes));
     // Results of reductions (dot, asum, nrm2) come back to the host: the Blob-level API waits for them.
     CORTADO_CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
     CORTADO_CUDA_CHECK(cudaHostAlloc(&finite_counter, sizeof(unsigned int), cudaHostAllocMapped));
@@ -138,6 +140,7 @@ GpuResources::GpuResources(int device_id) : device(device_id) {
     CORTADO_CUDNN_CHECK(cudnnCreate(&cudnn));
     CORTADO_CUDNN_CHECK(cudnnSetStream(cudnn, compute));
 #endif
+    step_inputs = std::make_unique<StepInputs>(device_id);
   } catch (...) {
     Release();  // what was created before the failure; the destructor does not run
     throw;
@@ -148,11 +151,14 @@ GpuResources::~GpuResources() { Release(); }
 
 // Ignores errors: it may run while an earlier CUDA error unwinds.
 void GpuResources::Release() {
+  step_inputs.reset();
 #ifdef CORTADO_WITH_CUDNN
   if (cudnn != nullptr) cudnnDestroy(cudnn);
   cudnn = nullptr;
 #endif
   if (cublas != nullptr) cublasDestroy(cublas);
+  if (cublas_workspace != nullptr) GpuFree(cublas_workspace);
+  cublas_workspace = nullptr;
   if (finite_counter != nullptr) cudaFreeHost(finite_counter);
   finite_counter = nullptr;
   if (copy != nullptr) cudaStreamDestroy(copy);

@@ -2,6 +2,7 @@
 // column-major transposes), grid-stride kernels for the element-wise rest, all on the context's
 // compute stream. The reductions that return a number wait for it.
 #include <cublas_v2.h>
+#include <cub/block/block_reduce.cuh>
 #include <glog/logging.h>
 
 #include <cmath>
@@ -122,6 +123,26 @@ float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y) {
   float result = 0;
   if (n > 0) CORTADO_CUBLAS_CHECK(cublasSdot(cuda::Resources(ctx).cublas, AsInt(n), x, 1, y, 1, &result));
   return result;
+}
+
+namespace {
+
+// One block: each thread sums its stride in double, the block reduces, thread 0 adds to *result.
+__global__ void DotAccumulateKernel(int64_t n, const float* x, const float* y, float* result) {
+  double sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += static_cast<double>(x[i]) * y[i];
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  const double total = Reduce(storage).Sum(sum);
+  if (threadIdx.x == 0) *result += static_cast<float>(total);
+}
+
+}  // namespace
+
+void gpu_dot_accumulate(Context& ctx, int64_t n, const float* x, const float* y, float* result) {
+  if (n == 0) return;
+  DotAccumulateKernel<<<1, kThreads, 0, cuda::Stream(ctx)>>>(n, x, y, result);
+  CORTADO_CUDA_LAUNCH_CHECK();
 }
 
 float gpu_asum(Context& ctx, int64_t n, const float* x) {

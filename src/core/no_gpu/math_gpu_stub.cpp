@@ -18,6 +18,7 @@ void gpu_scale(Context&, int64_t, float, const float*, float*) { NoCuda(); }
 void gpu_copy(Context&, int64_t, const float*, float*) { NoCuda(); }
 void gpu_set(Context&, int64_t, float, float*) { NoCuda(); }
 float gpu_dot(Context&, int64_t, const float*, const float*) { NoCuda(); }
+void gpu_dot_accumulate(Context&, int64_t, const float*, const float*, float*) { NoCuda(); }
 float gpu_asum(Context&, int64_t, const float*) { NoCuda(); }
 double gpu_sumsq(Context&, int64_t, const float*) { NoCuda(); }
 void gpu_add(Context&, int64_t, const float*, const float*, float*) { NoCuda(); }

@@ -85,6 +85,7 @@ __global__ void LossBackwardKernel(int64_t n, int64_t channels, int64_t inner, c
 }  // namespace
 
 int64_t FirstBadLabelGpu(Context& ctx, const float* flag, const float* labels, float* value_host) {
+  if (value_host == nullptr) return -1;
   const cudaStream_t stream = cuda::Stream(ctx);
   unsigned first = kNoBadLabel;
   CORTADO_CUDA_CHECK(cudaMemcpyAsync(&first, flag, sizeof first, cudaMemcpyDeviceToHost, stream));

@@ -2,13 +2,16 @@
 // weights, y and the bias; grouped, strided, padded, dilated cross-correlation in FP32 with
 // CUDNN_FMA_MATH (no TF32 tensor cores, so results stay within float rounding of the CPU's).
 //
-// Algorithms: when the layer is shaped (before any memory exists, so nothing can be run and timed),
-// cuDNN's heuristics rank every algorithm for the shape (cudnnGet*Algorithm_v7); the first that
-// works in plain FP32 and whose workspace fits under the layer's limit is kept. The layer then
-// requests the largest of the three workspaces as a scratch buffer, so it lives in the arena.
+// Algorithms: when the layer is shaped (at set-up, before the arena exists), cuDNN runs and times
+// every algorithm for the shape (cudnnFind*, on memory it allocates for the purpose and frees); the
+// fastest that works in plain FP32 and whose workspace fits under the layer's limit is kept, and the
+// choice is logged. Choices are cached per shape for the process. The layer then requests the
+// largest of the three workspaces as a scratch buffer, so it lives in the arena.
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -94,6 +97,61 @@ struct CudnnConvolution {
   std::string logged;  // the choice last written to the log
 };
 
+namespace {
+
+struct Algorithms {
+  cudnnConvolutionFwdAlgo_t forward = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  cudnnConvolutionBwdDataAlgo_t backward_data = CUDNN_CONVOLUTION_BWD_DATA_ALGO_0;
+  cudnnConvolutionBwdFilterAlgo_t backward_filter = CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0;
+  size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
+};
+
+// cuDNN runs and times every algorithm for the descriptors' shapes (cudnnFind*, on buffers it
+// allocates itself: this happens at set-up, before the arena exists) and ranks them by time; the
+// fastest in plain FP32 within the workspace limit is kept for each of the three passes.
+Algorithms Measure(cudnnHandle_t handle, const CudnnConvolution& c, size_t limit, const std::string& who) {
+  Algorithms a;
+  int count = 0;
+  {
+    std::vector<cudnnConvolutionFwdAlgoPerf_t> ranked(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
+    CORTADO_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithm(handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(),
+                                                             static_cast<int>(ranked.size()), &count, ranked.data()));
+    a.forward = Choose(ranked, count, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, limit,
+                       [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
+                         return cudnnGetConvolutionForwardWorkspaceSize(handle, c.x.get(), c.w.get(), c.conv.get(),
+                                                                        c.y.get(), algo, bytes);
+                       },
+                       &a.forward_bytes, who);
+  }
+  {
+    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
+    CORTADO_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithm(handle, c.w.get(), c.y.get(), c.conv.get(),
+                                                                  c.x.get(), static_cast<int>(ranked.size()), &count,
+                                                                  ranked.data()));
+    a.backward_data = Choose(ranked, count, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, limit,
+                             [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
+                               return cudnnGetConvolutionBackwardDataWorkspaceSize(
+                                   handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(), algo, bytes);
+                             },
+                             &a.data_bytes, who);
+  }
+  {
+    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
+    CORTADO_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithm(handle, c.x.get(), c.y.get(), c.conv.get(),
+                                                                    c.w.get(), static_cast<int>(ranked.size()),
+                                                                    &count, ranked.data()));
+    a.backward_filter = Choose(ranked, count, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, limit,
+                               [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
+                                 return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+                                     handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(), algo, bytes);
+                               },
+                               &a.filter_bytes, who);
+  }
+  return a;
+}
+
+}  // namespace
+
 bool BuiltWithCudnn() { return true; }
 
 CudnnConvolutionPtr CreateCudnnConvolution() {
@@ -123,47 +181,36 @@ size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& c, int num, int n
       << who << ": cuDNN's output shape " << dims[0] << "x" << dims[1] << "x" << dims[2] << "x" << dims[3]
       << " differs from the layer's";
 
-  int count = 0;
-  size_t forward_bytes = 0, data_bytes = 0, filter_bytes = 0;
+  // Measured once per shape and limit in this process: layers of the same shape (and a second net,
+  // or a second solver) reuse the choice, so their results agree to the bit.
+  std::ostringstream key;
+  key << num << ' ' << g.channels << ' ' << g.height << ' ' << g.width << ' ' << num_output << ' ' << group << ' '
+      << g.kernel_h << ' ' << g.kernel_w << ' ' << g.pad_h << ' ' << g.pad_w << ' ' << g.stride_h << ' ' << g.stride_w
+      << ' ' << g.dilation_h << ' ' << g.dilation_w << ' ' << workspace_limit << ' ' << cuda::Resources(ctx).device;
+  static std::mutex cache_mutex;
+  static std::map<std::string, Algorithms> cache;
+  Algorithms chosen;
+  bool measured = false;
   {
-    std::vector<cudnnConvolutionFwdAlgoPerf_t> ranked(CUDNN_CONVOLUTION_FWD_ALGO_COUNT);
-    CORTADO_CUDNN_CHECK(cudnnGetConvolutionForwardAlgorithm_v7(handle, c.x.get(), c.w.get(), c.conv.get(), c.y.get(),
-                                                               static_cast<int>(ranked.size()), &count,
-                                                               ranked.data()));
-    c.forward = Choose(ranked, count, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, workspace_limit,
-                       [&](cudnnConvolutionFwdAlgo_t algo, size_t* bytes) {
-                         return cudnnGetConvolutionForwardWorkspaceSize(handle, c.x.get(), c.w.get(), c.conv.get(),
-                                                                        c.y.get(), algo, bytes);
-                       },
-                       &forward_bytes, who);
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    auto it = cache.find(key.str());
+    if (it != cache.end()) chosen = it->second;
+    else measured = true;
   }
-  {
-    std::vector<cudnnConvolutionBwdDataAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT);
-    CORTADO_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(handle, c.w.get(), c.y.get(), c.conv.get(),
-                                                                    c.x.get(), static_cast<int>(ranked.size()),
-                                                                    &count, ranked.data()));
-    c.backward_data = Choose(ranked, count, CUDNN_CONVOLUTION_BWD_DATA_ALGO_0, workspace_limit,
-                             [&](cudnnConvolutionBwdDataAlgo_t algo, size_t* bytes) {
-                               return cudnnGetConvolutionBackwardDataWorkspaceSize(
-                                   handle, c.w.get(), c.y.get(), c.conv.get(), c.x.get(), algo, bytes);
-                             },
-                             &data_bytes, who);
+  if (measured) {
+    chosen = Measure(handle, c, workspace_limit, who);
+    std::lock_guard<std::mutex> lock(cache_mutex);
+    cache.emplace(key.str(), chosen);
   }
-  {
-    std::vector<cudnnConvolutionBwdFilterAlgoPerf_t> ranked(CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT);
-    CORTADO_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(handle, c.x.get(), c.y.get(), c.conv.get(),
-                                                                      c.w.get(), static_cast<int>(ranked.size()),
-                                                                      &count, ranked.data()));
-    c.backward_filter = Choose(ranked, count, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0, workspace_limit,
-                               [&](cudnnConvolutionBwdFilterAlgo_t algo, size_t* bytes) {
-                                 return cudnnGetConvolutionBackwardFilterWorkspaceSize(
-                                     handle, c.x.get(), c.y.get(), c.conv.get(), c.w.get(), algo, bytes);
-                               },
-                               &filter_bytes, who);
-  }
+  c.forward = chosen.forward;
+  c.backward_data = chosen.backward_data;
+  c.backward_filter = chosen.backward_filter;
+  const size_t forward_bytes = chosen.forward_bytes, data_bytes = chosen.data_bytes,
+               filter_bytes = chosen.filter_bytes;
   const size_t workspace = std::max({forward_bytes, data_bytes, filter_bytes});
   std::ostringstream choice;
-  choice << who << ": cuDNN algorithms forward " << NameOf(kForwardNames, c.forward) << ", backward data "
+  choice << who << ": cuDNN algorithms (" << (measured ? "measured" : "as measured for the same shape")
+         << ") forward " << NameOf(kForwardNames, c.forward) << ", backward data "
          << NameOf(kBackwardDataNames, c.backward_data) << ", backward filter "
          << NameOf(kBackwardFilterNames, c.backward_filter) << "; workspace " << workspace << " bytes";
   if (choice.str() != c.logged) {

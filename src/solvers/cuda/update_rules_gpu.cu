@@ -18,19 +18,20 @@ namespace {
 using cuda::BlocksFor;
 using cuda::kThreads;
 
-// Up to kGpuSegmentsPerLaunch segments, passed by value as a kernel argument (1.3 KB of the 4 KB a
-// kernel's arguments may hold). mult is the segment's lr_mult (updates) or its λ (weight decay).
+// Up to kGpuSegmentsPerLaunch segments, passed by value as a kernel argument (1.8 KB of the 4 KB a
+// kernel's arguments may hold), with each segment's lr_mult and λ = weight_decay · decay_mult.
 struct SegmentTable {
   int size = 0;
   int64_t offset[kGpuSegmentsPerLaunch];
   int64_t count[kGpuSegmentsPerLaunch];
-  float mult[kGpuSegmentsPerLaunch];
+  float lr_mult[kGpuSegmentsPerLaunch];
+  float decay[kGpuSegmentsPerLaunch];
 };
 
-// The segments in tables of at most kGpuSegmentsPerLaunch, with mult(segment); segments that are
-// empty or whose mult is skip_mult (a λ of 0) are left out. launch(table, largest count) per table.
-template <typename Mult, typename Launch>
-void ForEachTable(const FlatParams& p, Mult mult, bool skip_zero_mult, Launch launch) {
+// The segments in tables of at most kGpuSegmentsPerLaunch; empty segments, and those keep() refuses,
+// are left out. launch(table, largest count) per table.
+template <typename Keep, typename Launch>
+void ForEachTable(const FlatParams& p, float weight_decay, Keep keep, Launch launch) {
   SegmentTable table;
   int64_t largest = 0;
   auto flush = [&] {
@@ -40,30 +41,57 @@ void ForEachTable(const FlatParams& p, Mult mult, bool skip_zero_mult, Launch la
   };
   for (const ParamSegment& s : p.segments) {
     CHECK(s.offset >= 0 && s.count >= 0 && s.offset + s.count <= p.count) << "segment outside the flat buffer";
-    const float m = mult(s);
-    if (s.count == 0 || (skip_zero_mult && m == 0)) continue;
+    const float decay = weight_decay * s.decay_mult;
+    if (s.count == 0 || !keep(decay)) continue;
     table.offset[table.size] = s.offset;
     table.count[table.size] = s.count;
-    table.mult[table.size] = m;
+    table.lr_mult[table.size] = s.lr_mult;
+    table.decay[table.size] = decay;
     largest = std::max(largest, s.count);
     if (++table.size == kGpuSegmentsPerLaunch) flush();
   }
   flush();
 }
 
+// What an update kernel does besides the rule: the rate and Adam's correction by value, or read from
+// device floats (a captured step's StepInputs); the gradient's processing folded in, in the CPU's
+// order — g·grad_scale (1 / iter_size), g·clip (clip a device float, or null), g + λ·w or λ·sign(w).
+struct UpdateArgs {
+  float rate = 0;
+  const float* rate_at = nullptr;
+  const float* correction_at = nullptr;
+  const float* clip_at = nullptr;
+  float grad_scale = 1;
+  bool decay = false;
+  bool l1 = false;
+};
+
 // ---- update rules --------------------------------------------------------------------------------
 
 // One rule's update of every segment of the table: each thread walks the table and strides through
 // each segment. α = rate · lr_mult as on the CPU; h1 is null for the one-buffer rules.
 template <UpdateConstants::Kind kind>
-__global__ void UpdateKernel(SegmentTable table, UpdateConstants c, float rate, float* __restrict__ w,
+__global__ void UpdateKernel(SegmentTable table, UpdateConstants c, UpdateArgs a, float* __restrict__ w,
                              float* __restrict__ g, float* __restrict__ h0, float* __restrict__ h1) {
+  const float rate = a.rate_at != nullptr ? *a.rate_at : a.rate;
+  const float correction = a.correction_at != nullptr ? *a.correction_at : c.correction;
+  const float clip = a.clip_at != nullptr ? *a.clip_at : 1.0f;
   for (int s = 0; s < table.size; ++s) {
     const int64_t base = table.offset[s];
-    const float alpha = rate * table.mult[s];
+    const float alpha = rate * table.lr_mult[s];
+    const float decay = a.decay ? table.decay[s] : 0.0f;
     CORTADO_KERNEL_LOOP(j, table.count[s]) {
       const int64_t i = base + j;
-      const float gi = g[i];
+      float gi = g[i];
+      if (a.grad_scale != 1.0f) gi = gi * a.grad_scale;
+      if (a.clip_at != nullptr) gi = gi * clip;
+      if (decay != 0.0f) {
+        if (a.l1) {
+          gi = gi + decay * static_cast<float>((0.0f < w[i]) - (w[i] < 0.0f));
+        } else {
+          gi = gi + decay * w[i];
+        }
+      }
       float u;
       if (kind == UpdateConstants::kSGD) {  // h = μ·h + α·g; u = h
         u = alpha * gi + c.mu * h0[i];
@@ -90,7 +118,7 @@ __global__ void UpdateKernel(SegmentTable table, UpdateConstants c, float rate, 
       } else {  // Adam: m = β₁·m + (1−β₁)·g; v = β₂·v + (1−β₂)·g²; u = α·correction · m / (√v + ε)
         const float mi = (1.0f - c.mu) * gi + c.mu * h0[i];
         const float vi = (1.0f - c.mu2) * (gi * gi) + c.mu2 * h1[i];
-        u = (alpha * c.correction) * (mi / (sqrtf(vi) + c.delta));
+        u = (alpha * correction) * (mi / (sqrtf(vi) + c.delta));
         h0[i] = mi;
         h1[i] = vi;
       }
@@ -102,26 +130,42 @@ __global__ void UpdateKernel(SegmentTable table, UpdateConstants c, float rate, 
 
 template <UpdateConstants::Kind kind>
 void Update(Context& ctx, const UpdateConstants& c, FlatParams& p, const std::vector<float*>& history,
-            float rate) {
+            const UpdateArgs& args, float weight_decay) {
   const bool two = kind == UpdateConstants::kAdaDelta || kind == UpdateConstants::kAdam;
   CHECK_EQ(history.size(), two ? 2u : 1u) << "history buffers of the update";
   float* h1 = two ? history[1] : nullptr;
-  ForEachTable(p, [](const ParamSegment& s) { return s.lr_mult; }, false,
-               [&](const SegmentTable& table, int64_t largest) {
-                 UpdateKernel<kind><<<BlocksFor(largest), kThreads, 0, cuda::Stream(ctx)>>>(
-                     table, c, rate, p.data, p.diff, history[0], h1);
-                 CORTADO_CUDA_LAUNCH_CHECK();
-               });
+  ForEachTable(p, weight_decay, [](float) { return true; }, [&](const SegmentTable& table, int64_t largest) {
+    UpdateKernel<kind><<<BlocksFor(largest), kThreads, 0, cuda::Stream(ctx)>>>(table, c, args, p.data, p.diff,
+                                                                              history[0], h1);
+    CORTADO_CUDA_LAUNCH_CHECK();
+  });
+}
+
+void UpdateAny(Context& ctx, const UpdateConstants& c, FlatParams& params, const std::vector<float*>& history,
+               const UpdateArgs& args, float weight_decay) {
+  switch (c.kind) {
+    case UpdateConstants::kSGD: return Update<UpdateConstants::kSGD>(ctx, c, params, history, args, weight_decay);
+    case UpdateConstants::kNesterov:
+      return Update<UpdateConstants::kNesterov>(ctx, c, params, history, args, weight_decay);
+    case UpdateConstants::kAdaGrad:
+      return Update<UpdateConstants::kAdaGrad>(ctx, c, params, history, args, weight_decay);
+    case UpdateConstants::kRMSProp:
+      return Update<UpdateConstants::kRMSProp>(ctx, c, params, history, args, weight_decay);
+    case UpdateConstants::kAdaDelta:
+      return Update<UpdateConstants::kAdaDelta>(ctx, c, params, history, args, weight_decay);
+    case UpdateConstants::kAdam: return Update<UpdateConstants::kAdam>(ctx, c, params, history, args, weight_decay);
+  }
+  LOG(FATAL) << "unknown update kind " << static_cast<int>(c.kind);
 }
 
 // ---- weight decay --------------------------------------------------------------------------------
 
-// g += λ·w (L2) or g += λ·sign(w) (L1), λ = the table's mult.
+// g += λ·w (L2) or g += λ·sign(w) (L1), λ = the table's decay.
 template <bool l1>
 __global__ void DecayKernel(SegmentTable table, const float* __restrict__ w, float* __restrict__ g) {
   for (int s = 0; s < table.size; ++s) {
     const int64_t base = table.offset[s];
-    const float decay = table.mult[s];
+    const float decay = table.decay[s];
     CORTADO_KERNEL_LOOP(j, table.count[s]) {
       const int64_t i = base + j;
       if (l1) {
@@ -137,19 +181,25 @@ __global__ void DecayKernel(SegmentTable table, const float* __restrict__ w, flo
 
 void gpu_update(Context& ctx, const UpdateConstants& c, FlatParams& params, const std::vector<float*>& history,
                 float rate) {
-  switch (c.kind) {
-    case UpdateConstants::kSGD: return Update<UpdateConstants::kSGD>(ctx, c, params, history, rate);
-    case UpdateConstants::kNesterov: return Update<UpdateConstants::kNesterov>(ctx, c, params, history, rate);
-    case UpdateConstants::kAdaGrad: return Update<UpdateConstants::kAdaGrad>(ctx, c, params, history, rate);
-    case UpdateConstants::kRMSProp: return Update<UpdateConstants::kRMSProp>(ctx, c, params, history, rate);
-    case UpdateConstants::kAdaDelta: return Update<UpdateConstants::kAdaDelta>(ctx, c, params, history, rate);
-    case UpdateConstants::kAdam: return Update<UpdateConstants::kAdam>(ctx, c, params, history, rate);
-  }
-  LOG(FATAL) << "unknown update kind " << static_cast<int>(c.kind);
+  UpdateArgs args;
+  args.rate = rate;
+  UpdateAny(ctx, c, params, history, args, 0.0f);
+}
+
+void gpu_update_fused(Context& ctx, const UpdateConstants& c, FlatParams& params, const std::vector<float*>& history,
+                      const FusedUpdate& fused) {
+  UpdateArgs args;
+  args.rate_at = fused.rate;
+  args.correction_at = fused.correction;
+  args.clip_at = fused.clip_scale;
+  args.grad_scale = fused.grad_scale;
+  args.decay = fused.weight_decay != 0.0f;
+  args.l1 = fused.l1;
+  UpdateAny(ctx, c, params, history, args, fused.weight_decay);
 }
 
 void gpu_regularize(Context& ctx, FlatParams& params, float weight_decay, bool l1) {
-  ForEachTable(params, [weight_decay](const ParamSegment& s) { return weight_decay * s.decay_mult; }, true,
+  ForEachTable(params, weight_decay, [](float decay) { return decay != 0.0f; },
                [&](const SegmentTable& table, int64_t largest) {
                  if (l1) {
                    DecayKernel<true><<<BlocksFor(largest), kThreads, 0, cuda::Stream(ctx)>>>(table, params.data,

@@ -15,6 +15,9 @@ void gpu_update(Context&, const UpdateConstants&, FlatParams&, const std::vector
   NoGpu("gpu_update");
 }
 void gpu_regularize(Context&, FlatParams&, float, bool) { NoGpu("gpu_regularize"); }
+void gpu_update_fused(Context&, const UpdateConstants&, FlatParams&, const std::vector<float*>&, const FusedUpdate&) {
+  NoGpu("gpu_update_fused");
+}
 void gpu_download(Context&, int64_t, const float*, float*) { NoGpu("gpu_download"); }
 void gpu_upload(Context&, int64_t, const float*, float*) { NoGpu("gpu_upload"); }
 

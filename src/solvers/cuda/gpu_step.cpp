@@ -1,0 +1,193 @@
+// gpu_step.cpp — GpuStepper (gpu_step.hpp): a training iteration queued without host waits, eagerly
+// or as two CUDA graphs (pass, update) captured at the second iteration and replayed after.
+#include "cortado/gpu_step.hpp"
+
+#include <cuda_runtime.h>
+#include <glog/logging.h>
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+
+#include "cortado/cuda/resources.hpp"
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/math_gpu.hpp"
+#include "cortado/step_inputs.hpp"
+#include "step_stats.hpp"
+
+namespace cortado {
+
+namespace {
+
+// Captures what `body` queues on `stream` (not running it) and instantiates it.
+cudaGraphExec_t Capture(cudaStream_t stream, const std::function<void()>& body) {
+  CORTADO_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  cudaGraph_t graph = nullptr;
+  try {
+    body();
+  } catch (...) {
+    cudaStreamEndCapture(stream, &graph);  // leaves the stream usable; errors ignored while unwinding
+    if (graph != nullptr) cudaGraphDestroy(graph);
+    cudaGetLastError();
+    throw;
+  }
+  CORTADO_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t status = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  CORTADO_CUDA_CHECK(status);
+  return exec;
+}
+
+}  // namespace
+
+struct GpuStepper::Graphs {
+  cudaGraphExec_t pass = nullptr;
+  cudaGraphExec_t update = nullptr;
+  ~Graphs() {
+    if (pass != nullptr) cudaGraphExecDestroy(pass);
+    if (update != nullptr) cudaGraphExecDestroy(update);
+  }
+};
+
+GpuStepper::GpuStepper(Context& ctx, Net& net, const SolverParameter& param, UpdateRule& rule, bool use_graphs)
+    : ctx_(ctx), net_(net), param_(param), rule_(rule), graphs_(std::make_unique<Graphs>()) {
+  CHECK(ctx.device() == Device::kGPU) << "GpuStepper on a CPU context";
+  iter_size_ = std::max(param.iter_size(), 1);
+  average_ = std::max(param.average_loss(), 1);
+  IsL1Regularization(param);  // an unknown regularization_type fails now, not in the first step
+  StepInputs& inputs = StepInputsOf(ctx_);
+  rate_slot_ = inputs.Reserve();
+  correction_slot_ = inputs.Reserve();
+  iter_slot_ = inputs.Reserve();
+  DecideGraphs(use_graphs);
+}
+
+GpuStepper::~GpuStepper() = default;
+
+void GpuStepper::DecideGraphs(bool requested) {
+  const auto& layers = net_.layers();
+  first_graph_layer_ = 0;
+  for (size_t i = 0; i < layers.size(); ++i)
+    if (!layers[i]->IsCapturable()) first_graph_layer_ = static_cast<int>(i) + 1;
+  const Layer* blocker = nullptr;
+  for (size_t i = 0; i < layers.size() && blocker == nullptr; ++i)
+    if (net_.layer_need_backward()[i] && !layers[i]->IsCapturable()) blocker = layers[i].get();
+  graphs_enabled_ = false;
+  if (!requested) {
+    LOG(INFO) << "CUDA graphs off (--cuda_graph=false): every step is queued layer by layer";
+  } else if (blocker != nullptr) {
+    LOG(INFO) << "CUDA graphs off: " << blocker->Describe()
+              << " cannot be captured (it waits for the GPU in its passes); every step is queued layer by layer";
+  } else {
+    graphs_enabled_ = true;
+    const int last = static_cast<int>(layers.size()) - 1;
+    std::string captured = first_graph_layer_ <= last
+                               ? "the forward pass from layer " + layers[first_graph_layer_]->name() + ", "
+                               : "";
+    LOG(INFO) << "CUDA graphs on: " << captured << "the backward pass and the update are captured at the second "
+              << "iteration and replayed; " << first_graph_layer_ << " data layer(s) run before each replay";
+  }
+}
+
+void GpuStepper::RequestMemory(MemoryPlan& plan) {
+  plan.Request(step_stats::StateFloats(average_), [this](float* state) { state_ = state; });
+}
+
+void GpuStepper::Bind(const std::vector<float*>& history) {
+  CHECK(state_ != nullptr) << "GpuStepper::Bind before the arena";
+  history_ = history;
+  flat_ = FlatParams{net_.param_data(), net_.param_diff(), net_.param_count(), {}};
+  int64_t offset = 0;
+  const auto& learnable = net_.learnable_params();
+  for (size_t k = 0; k < learnable.size(); ++k) {
+    flat_.segments.push_back({offset, learnable[k]->count(), net_.params_lr()[k], net_.params_weight_decay()[k]});
+    offset += learnable[k]->count();
+  }
+  step_stats::Reset(ctx_, state_);
+}
+
+void GpuStepper::QueuePassBody() {
+  const int last = static_cast<int>(net_.layers().size()) - 1;
+  if (first_graph_layer_ <= last) net_.ForwardOnDevice(first_graph_layer_, last);
+  net_.Backward();
+}
+
+void GpuStepper::QueueUpdateBody() {
+  StepInputs& inputs = StepInputsOf(ctx_);
+  const float grad_scale = iter_size_ > 1 ? 1.0f / iter_size_ : 1.0f;
+  const float clip = param_.clip_gradients();
+  step_stats::Queue(ctx_, flat_.count, flat_.diff, grad_scale, clip, iter_size_, average_,
+                    inputs.device_word(iter_slot_), net_.loss_device(), state_);
+  FusedUpdate fused;
+  fused.rate = inputs.device_float(rate_slot_);
+  fused.correction = inputs.device_float(correction_slot_);
+  fused.clip_scale = clip >= 0 ? state_ + step_stats::kClipScale : nullptr;
+  fused.grad_scale = grad_scale;
+  fused.weight_decay = param_.weight_decay();
+  fused.l1 = IsL1Regularization(param_);
+  gpu_update_fused(ctx_, rule_.constants(0), flat_, history_, fused);
+}
+
+void GpuStepper::RunPasses(int iter) {
+  StepInputs& inputs = StepInputsOf(ctx_);
+  last_rate_ = LearningRate(param_, iter);
+  inputs.SetFloat(rate_slot_, last_rate_);
+  inputs.SetFloat(correction_slot_, rule_.constants(iter).correction);
+  inputs.SetWord(iter_slot_, static_cast<uint64_t>(iter));
+  net_.ClearParamDiffs();
+  const cudaStream_t stream = cuda::Stream(ctx_);
+  for (int pass = 0; pass < iter_size_; ++pass) {
+    net_.PrepareStep();
+    inputs.Upload(ctx_);
+    if (first_graph_layer_ > 0) net_.ForwardOnDevice(0, first_graph_layer_ - 1);
+    if (graphs_enabled_ && iterations_run_ > 0) {  // the first iteration warms up (lazy library set-up)
+      if (graphs_->pass == nullptr) graphs_->pass = Capture(stream, [this] { QueuePassBody(); });
+      CORTADO_CUDA_CHECK(cudaGraphLaunch(graphs_->pass, stream));
+      ++graph_launches_;
+    } else {
+      QueuePassBody();
+    }
+  }
+}
+
+void GpuStepper::RunUpdate(int iter) {
+  const cudaStream_t stream = cuda::Stream(ctx_);
+  if (graphs_enabled_ && iterations_run_ > 0) {
+    if (graphs_->update == nullptr) graphs_->update = Capture(stream, [this] { QueueUpdateBody(); });
+    CORTADO_CUDA_CHECK(cudaGraphLaunch(graphs_->update, stream));
+    ++graph_launches_;
+  } else {
+    QueueUpdateBody();
+  }
+  ++iterations_run_;
+}
+
+void GpuStepper::ResetLossAverage() { step_stats::ResetLosses(ctx_, state_); }
+
+float GpuStepper::SmoothedLoss() {
+  std::vector<float> state(step_stats::StateFloats(average_));
+  GpuCopy(state.data(), state_, state.size() * sizeof(float));
+  int count = 0;
+  std::memcpy(&count, &state[step_stats::kLossCount], sizeof count);
+  const int n = std::min(count, average_);
+  if (n == 0) return 0.0f;
+  double sum = 0;
+  for (int j = 1; j <= n; ++j) sum += state[step_stats::kLossRing + (count - j) % average_];
+  return static_cast<float>(sum / n);
+}
+
+float GpuStepper::GradientNorm() {
+  float norm = 0;
+  GpuCopy(&norm, state_ + step_stats::kNorm, sizeof norm);
+  return norm;
+}
+
+int GpuStepper::FirstNonFiniteIteration() {
+  int first = -1;
+  GpuCopy(&first, state_ + step_stats::kFirstNonFinite, sizeof first);
+  return first;
+}
+
+}  // namespace cortado

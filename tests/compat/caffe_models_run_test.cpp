@@ -1,0 +1,186 @@
+// caffe_models_run_test.cpp — every net prototxt Caffe ships (unchanged copies in
+// tests/compat/caffe-models) builds and runs forward and backward, in each phase it has, on the CPU
+// and on the GPU (backward in the TRAIN phase). Train/test nets read generated databases of the shapes their sources name (MNIST
+// 1×28×28, siamese pairs 2×28×28, CIFAR 3×32×32, ImageNet 3×256×256) with mean files of the matching
+// size; deploy nets start from their Input layer or legacy input_dim. The batch is cut to 2 so that
+// ResNet-101 runs in seconds on a laptop CPU — every layer and shape past the batch axis is Caffe's.
+// On the GPU, each TEST-phase net (no dropout, batch norm on stored statistics, centre crops) also
+// gives the CPU's outputs with the CPU's weights.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "cortado/io.hpp"
+#include "cortado/net.hpp"
+#include "cortado/upgrade.hpp"
+#include "gpu/gpu_compare.hpp"
+#include "test_util.hpp"
+
+namespace cortado::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int kBatch = 2;
+
+struct ImageShape {
+  int channels, size;
+};
+
+// The records a data source of Caffe's examples holds, by the name of its database.
+ImageShape ShapeForSource(const std::string& source) {
+  if (source.find("siamese") != std::string::npos) return {2, 28};
+  if (source.find("mnist") != std::string::npos) return {1, 28};
+  if (source.find("cifar") != std::string::npos) return {3, 32};
+  if (source.find("ilsvrc12") != std::string::npos || source.find("imagenet") != std::string::npos) return {3, 256};
+  ADD_FAILURE() << "no known shape for data source " << source;
+  return {1, 28};
+}
+
+std::vector<std::string> NetPrototxts() {
+  std::vector<std::string> files;
+  const std::string root = SourceDir() + "/tests/compat/caffe-models";
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() == ".prototxt" && name.find("solver") == std::string::npos)
+      files.push_back(fs::relative(entry.path(), root).string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Rewrites `param` (already upgraded) to run here: data sources and mean files point at generated
+// ones in `dir`, batches are kBatch.
+void Localize(NetParameter* param, const std::string& dir) {
+  std::map<std::string, std::string> made;  // original source -> generated database
+  auto database = [&](const std::string& source) {
+    auto it = made.find(source);
+    if (it != made.end()) return it->second;
+    const ImageShape shape = ShapeForSource(source);
+    const std::string path = dir + "/db" + std::to_string(made.size());
+    WriteRandomImageLmdb(path, 2 * kBatch + 1, shape.channels, shape.size, 10, static_cast<uint32_t>(made.size() + 1));
+    return made[source] = path;
+  };
+  for (int i = 0; i < param->input_shape_size(); ++i) param->mutable_input_shape(i)->set_dim(0, kBatch);
+  if (param->input_dim_size() > 0) param->set_input_dim(0, kBatch);
+  for (LayerParameter& layer : *param->mutable_layer()) {
+    if (layer.has_input_param())
+      for (BlobShape& shape : *layer.mutable_input_param()->mutable_shape()) shape.set_dim(0, kBatch);
+    if (!layer.has_data_param()) continue;
+    DataParameter* data = layer.mutable_data_param();
+    const std::string original = data->source();
+    data->set_source(database(original));
+    data->set_backend(DataParameter::LMDB);
+    data->set_batch_size(kBatch);
+    TransformationParameter* transform = layer.mutable_transform_param();
+    if (transform->has_mean_file()) {
+      const ImageShape shape = ShapeForSource(original);
+      BlobProto mean;
+      for (int d : {1, shape.channels, shape.size, shape.size}) mean.mutable_shape()->add_dim(d);
+      for (int k = 0; k < shape.channels * shape.size * shape.size; ++k) mean.add_data(100.0f + k % 50);
+      const std::string mean_path = dir + "/mean" + std::to_string(made.size()) + ".binaryproto";
+      WriteProtoToBinaryFile(mean, mean_path);
+      transform->set_mean_file(mean_path);
+    }
+  }
+}
+
+NetParameter LoadNet(const std::string& relative, const std::string& dir, Phase phase) {
+  NetParameter param;
+  ReadProtoFromTextFile(SourceDir() + "/tests/compat/caffe-models/" + relative, &param);
+  if (NetNeedsUpgrade(param)) UpgradeNet(&param, relative);
+  const std::string phase_dir = dir + (phase == TRAIN ? "/train" : "/test");
+  fs::create_directories(phase_dir);
+  Localize(&param, phase_dir);
+  param.set_force_backward(true);  // deploy nets have no loss: backward still runs every layer
+  param.mutable_state()->set_phase(phase);
+  // A net whose layers are chosen by stage (mnist_autoencoder's test-on-train / test-on-test) runs
+  // in the first stage its rules name, as its solver's test_state would choose.
+  for (const LayerParameter& layer : param.layer())
+    for (const NetStateRule& rule : layer.include())
+      if (rule.phase() == phase && rule.stage_size() > 0 && param.state().stage_size() == 0)
+        param.mutable_state()->add_stage(rule.stage(0));
+  return param;
+}
+
+bool IsDeploy(const NetParameter& param) {
+  for (const LayerParameter& layer : param.layer())
+    if (layer.has_data_param()) return false;
+  return true;
+}
+
+// Runs forward, and in the TRAIN phase backward, once; checks the loss, outputs and every learnable
+// gradient are finite, and that a training net's backward reaches its parameters.
+void ForwardBackward(Net& net, bool trains) {
+  const float loss = net.Forward();
+  EXPECT_TRUE(std::isfinite(loss)) << "loss " << loss;
+  for (const Blob* out : net.output_blobs())
+    for (float v : out->ReadData()) ASSERT_TRUE(std::isfinite(v)) << "non-finite output";
+  if (net.phase() != TRAIN) return;
+  net.ClearParamDiffs();
+  net.Backward();
+  double gradient_sum = 0;
+  for (const Blob* p : net.learnable_params())
+    for (float g : p->ReadDiff()) {
+      ASSERT_TRUE(std::isfinite(g)) << "non-finite gradient";
+      gradient_sum += std::fabs(g);
+    }
+  if (trains) EXPECT_GT(gradient_sum, 0.0) << "backward reached no parameter";
+}
+
+class CaffeModelRuns : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(CaffeModelRuns, BuildsAndRunsForwardBackwardOnTheCpu) {
+  const std::string dir = TempDir();
+  for (Phase phase : {TRAIN, TEST}) {
+    SCOPED_TRACE(phase == TRAIN ? "TRAIN" : "TEST");
+    const NetParameter param = LoadNet(GetParam(), dir, phase);
+    if (phase == TEST && IsDeploy(param)) continue;  // the same net twice
+    Context ctx(Device::kCPU, 1);
+    Net net(param, ctx, GetParam());
+    net.AllocateOwnArena();
+    FillTrainedLikeWeights(net, 7);
+    ForwardBackward(net, phase == TRAIN && !IsDeploy(param));
+  }
+}
+
+TEST_P(CaffeModelRuns, RunsOnTheGpuAndTestNetsMatchTheCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  for (Phase phase : {TRAIN, TEST}) {
+    SCOPED_TRACE(phase == TRAIN ? "TRAIN" : "TEST");
+    const NetParameter param = LoadNet(GetParam(), dir, phase);
+    if (phase == TEST && IsDeploy(param)) continue;
+    Context gpu_ctx(Device::kGPU, 1);
+    Net gpu(param, gpu_ctx, GetParam());
+    gpu.AllocateOwnArena();
+    FillTrainedLikeWeights(gpu, 7);
+    ForwardBackward(gpu, phase == TRAIN && !IsDeploy(param));
+    if (phase == TRAIN && !IsDeploy(param)) continue;  // dropout and random crops draw differently
+    Context cpu_ctx(Device::kCPU, 1);
+    Net cpu(param, cpu_ctx, GetParam());
+    cpu.AllocateOwnArena();
+    FillTrainedLikeWeights(cpu, 7);
+    gpu.Forward();
+    cpu.Forward();
+    for (size_t o = 0; o < cpu.output_blobs().size(); ++o) {
+      const std::vector<float> want = cpu.output_blobs()[o]->ReadData(), got = gpu.output_blobs()[o]->ReadData();
+      ASSERT_EQ(want.size(), got.size());
+      for (size_t k = 0; k < want.size(); ++k)
+        EXPECT_NEAR(got[k], want[k], 1e-3f * std::max(1.0f, std::fabs(want[k]))) << "output " << o << " [" << k << "]";
+    }
+  }
+}
+
+std::string TestName(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param.substr(0, info.param.size() - std::string(".prototxt").size());
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryNet, CaffeModelRuns, ::testing::ValuesIn(NetPrototxts()), TestName);
+
+}  // namespace
+}  // namespace cortado::test
