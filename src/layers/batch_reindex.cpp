@@ -24,6 +24,7 @@ class BatchReindexLayer : public Layer {
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool IsCapturable() const override { return false; }  // its GPU forward waits to check the indices
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     CORTADO_REQUIRE(top[0] != bottom[0] && top[0] != bottom[1], Describe(), ": cannot run in place");

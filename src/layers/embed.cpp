@@ -28,6 +28,7 @@ class EmbedLayer : public Layer {
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int) const override { return false; }  // indices have no gradient
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool IsCapturable() const override { return false; }  // its GPU forward waits to check the indices
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const EmbedParameter& p = param_.embed_param();

@@ -40,6 +40,9 @@ class InfogainLossLayer : public LossLayer {
   int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index == 0; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
+  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(label, position); }
+  bool IsCapturable() const override { return labels_checked_upstream(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
@@ -154,7 +157,7 @@ class InfogainLossLayer : public LossLayer {
     const int64_t at = InfogainLossForwardGpu(ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(),
                                               HDev(bottom), has_ignore_label_, ignore_label_,
                                               normalization_ == LossParameter::VALID, FixedNormalizer(),
-                                              work_->data(), top[0]->data(), &bad_label);
+                                              work_->data(), top[0]->data(), BadLabelOut(&bad_label));
     if (at >= 0) FailBadLabel(bad_label, at);
   }
 

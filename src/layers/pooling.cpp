@@ -13,7 +13,8 @@
 //     TRAIN: y = one element of the window, sampled with probability proportional to its value (the
 //        first in row-major order whose running sum reaches u·Σ window, u uniform in (0, 1]); its
 //        index is kept and dx[index] += dy. The draws come from a seed taken from the context's RNG
-//        each Forward, so a run is reproducible by seed.
+//        each Forward (on a GPU: before each step, into the context's StepInputs, where the kernel
+//        reads it, so a captured CUDA graph draws anew at each replay), so a run is reproducible by seed.
 //     TEST: y = Σx² / Σx over the window (0 when Σx ≤ 0). dx += dy·(2x − y) / Σx, the exact gradient
 //        (Caffe reads a stale sample index here).
 //     Caffe runs STOCHASTIC on the GPU only; both devices here share the window arithmetic
@@ -32,6 +33,7 @@
 #include "cortado/kernels/stochastic_pool.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/step_inputs.hpp"
 
 namespace cortado {
 
@@ -93,6 +95,7 @@ class PoolingLayer : public Layer {
                     ": padding is implemented only for AVE and MAX pooling, not STOCHASTIC");
     if (max_ && top.size() == 1) mask_ = AddScratch();
     if (stochastic_) pick_ = AddScratch();
+    if (stochastic_ && phase() == TRAIN && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -171,12 +174,18 @@ class PoolingLayer : public Layer {
     }
   }
 
+  // GPU, STOCHASTIC, TRAIN: this step's seed, where the kernel reads it.
+  void PrepareStep() override {
+    if (seed_slot_ >= 0) StepInputsOf(ctx_).SetWord(seed_slot_, DrawSeed());
+  }
+
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     const PoolShape s = Shape(*bottom[0]);
     if (max_) {
       MaxPoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data(), top.size() > 1 ? top[1]->data() : mask_->data());
     } else if (stochastic_ && phase() == TRAIN) {
-      StoPoolForwardTrainGpu(ctx_, s, DrawSeed(), bottom[0]->data(), top[0]->data(), pick_->data());
+      StoPoolForwardTrainGpu(ctx_, s, StepInputsOf(ctx_).device_word(seed_slot_), bottom[0]->data(), top[0]->data(),
+                             pick_->data());
     } else if (stochastic_) {
       StoPoolForwardTestGpu(ctx_, s, bottom[0]->data(), top[0]->data(), pick_->data());
     } else {
@@ -371,6 +380,7 @@ class PoolingLayer : public Layer {
   }
 
   bool max_ = true, stochastic_ = false, global_ = false;
+  int seed_slot_ = -1;  // GPU, STOCHASTIC, TRAIN: the seed's StepInputs slot (PrepareStep draws it)
   int kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
   int height_ = 0, width_ = 0, out_h_ = 0, out_w_ = 0;
   Blob* mask_ = nullptr;  // argmax when there is no mask top (MAX only)

@@ -78,6 +78,11 @@ class SPPLayer : public Layer {
     level_dx_->ReshapeLike(x);
   }
 
+  // Each level's Pooling draws its own STOCHASTIC seed before a GPU step.
+  void PrepareStep() override {
+    for (auto& pool : pools_) pool->PrepareStep();
+  }
+
   std::vector<Scratch> scratch_buffers() const override {
     std::vector<Scratch> out = Layer::scratch_buffers();
     for (const auto& pool : pools_)

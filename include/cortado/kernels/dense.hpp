@@ -80,7 +80,7 @@ void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float
 // TRAIN: output k samples its window with StochasticPoolPick and the draw StochasticPoolUniform(seed, k);
 // y = the sampled value, pick = its index h·width + w (−1 for an empty window, whose y is 0). Its
 // backward is MaxPoolBackwardGpu with pick as the mask.
-void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, uint64_t seed, const float* x, float* y, float* pick);
+void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, const uint64_t* seed, const float* x, float* y, float* pick);
 // TEST: y = StochasticPoolTestValue (Σx² / Σx, 0 when Σx ≤ 0), sum = Σx (0 for an empty window).
 void StoPoolForwardTestGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* sum);
 // TEST's gradient: dx = Σ over the windows holding x with sum > 0 of dy·(2x − y) / sum. Writes every dx.

@@ -110,8 +110,9 @@ __global__ void AvePoolBackwardKernel(int64_t n, PoolShape s, const float* dy, f
 }
 
 // STOCHASTIC, TRAIN: output k samples its window with the draw StochasticPoolUniform(seed, k).
-__global__ void StoPoolForwardTrainKernel(int64_t n, PoolShape s, uint64_t seed, const float* x, float* y,
+__global__ void StoPoolForwardTrainKernel(int64_t n, PoolShape s, const uint64_t* seed_word, const float* x, float* y,
                                           float* pick) {
+  const uint64_t seed = *seed_word;
   CORTADO_KERNEL_LOOP(k, n) {
     const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
     const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
@@ -197,7 +198,8 @@ void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float
   CORTADO_CUDA_LAUNCH_CHECK();
 }
 
-void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, uint64_t seed, const float* x, float* y, float* pick) {
+void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, const uint64_t* seed, const float* x, float* y,
+                            float* pick) {
   const int64_t n = Outputs(s);
   if (n == 0) return;
   StoPoolForwardTrainKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, seed, x, y, pick);

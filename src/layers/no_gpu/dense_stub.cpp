@@ -32,7 +32,7 @@ void MaxPoolForwardGpu(Context&, const PoolShape&, const float*, float*, float*)
 void MaxPoolBackwardGpu(Context&, const PoolShape&, const float*, const float*, float*) { NoCuda(); }
 void AvePoolForwardGpu(Context&, const PoolShape&, const float*, float*) { NoCuda(); }
 void AvePoolBackwardGpu(Context&, const PoolShape&, const float*, float*) { NoCuda(); }
-void StoPoolForwardTrainGpu(Context&, const PoolShape&, uint64_t, const float*, float*, float*) { NoCuda(); }
+void StoPoolForwardTrainGpu(Context&, const PoolShape&, const uint64_t*, const float*, float*, float*) { NoCuda(); }
 void StoPoolForwardTestGpu(Context&, const PoolShape&, const float*, float*, float*) { NoCuda(); }
 void StoPoolBackwardTestGpu(Context&, const PoolShape&, const float*, const float*, const float*, const float*,
                             float*) {
