@@ -70,6 +70,9 @@ class Layer {
   virtual bool AllowForceBackward(int bottom_index) const { return true; }
   // A top that is only a view of a bottom's memory (Flatten, Reshape): the bottom's index, else -1.
   virtual int TopAliasesBottom(int top_index) const { return -1; }
+  // Whether Forward may change the shapes of the tops (Filter: as many rows as were selected); the
+  // Net then reshapes the layers after it on each pass.
+  virtual bool ReshapesTopsInForward() const { return false; }
   // Whether the layer can run on the GPU. Layers without GPU code are refused on a GPU net.
   virtual bool HasGpuImplementation() const { return false; }
 

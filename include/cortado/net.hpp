@@ -109,6 +109,10 @@ class Net {
   // GPU nets: where a layer's class labels come straight from a data layer, the data layer checks
   // them on the host (Layer::AddLabelCheck), so the consumer need not wait for the device.
   void CheckLabelsAtTheirSource();
+  // Before layer i's forward: once a layer earlier in this pass has reshaped its tops in Forward
+  // (Filter), every later layer is reshaped to its bottoms' new shapes, as Caffe reshapes each layer
+  // on every pass. Setup shaped them for the largest case, so nothing grows past its memory.
+  void FollowShapeChanges(int i);
 
   std::string name_;
   std::string source_;
@@ -142,6 +146,7 @@ class Net {
   std::vector<const Blob*> params_other_source_;
   float* param_data_ = nullptr;
   float* loss_device_ = nullptr;  // GPU nets: the forward pass's weighted loss
+  bool shapes_changed_ = false;   // this forward pass ran a layer that reshapes its tops (FollowShapeChanges)
   float* param_diff_ = nullptr;
   int64_t param_count_ = 0;
   size_t data_bytes_ = 0;

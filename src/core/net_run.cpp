@@ -152,11 +152,20 @@ float Net::ForwardFromTo(int start, int end) {
   }
   float loss = 0;
   try {
-    for (int i = start; i <= end; ++i) loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+    for (int i = start; i <= end; ++i) {
+      FollowShapeChanges(i);
+      loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+    }
   } catch (const Error& e) {
     throw Error(source_ + ": " + e.what());  // a bad label or record: name the prototxt as setup does
   }
   return loss;
+}
+
+void Net::FollowShapeChanges(int i) {
+  if (i == 0) shapes_changed_ = false;
+  if (shapes_changed_) layers_[i]->Reshape(bottom_vecs_[i], top_vecs_[i]);  // within the capacity set up
+  if (layers_[i]->ReshapesTopsInForward()) shapes_changed_ = true;
 }
 
 void Net::PrepareStep() {
@@ -166,7 +175,10 @@ void Net::PrepareStep() {
 void Net::ForwardOnDevice(int start, int end) {
   CHECK(initialized_ && ctx_.device() == Device::kGPU) << "Net::ForwardOnDevice needs an initialised GPU net";
   try {
-    for (int i = start; i <= end; ++i) layers_[i]->ForwardOnDevice(bottom_vecs_[i], top_vecs_[i], loss_device_);
+    for (int i = start; i <= end; ++i) {
+      FollowShapeChanges(i);
+      layers_[i]->ForwardOnDevice(bottom_vecs_[i], top_vecs_[i], loss_device_);
+    }
   } catch (const Error& e) {
     throw Error(source_ + ": " + e.what());  // a bad label or record: name the prototxt as setup does
   }

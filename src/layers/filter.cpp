@@ -30,6 +30,8 @@ class FilterLayer : public Layer {
   int MinTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != selector_index_; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool IsCapturable() const override { return false; }  // its top shapes depend on the selector, read back each forward
+  bool ReshapesTopsInForward() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     CORTADO_REQUIRE(top.size() == bottom.size() - 1, Describe(), ": needs one top per filtered bottom (",

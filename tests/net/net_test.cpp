@@ -182,6 +182,39 @@ layer { name: "relu" type: "ReLU" bottom: "x" top: "r" }
   EXPECT_TRUE(net.bottom_need_backward()[1][0]);
 }
 
+// Filter keeps the selected rows; the layers after it take the new row count on every pass, as
+// Caffe reshapes each layer before its forward, and go back to more rows when more are selected.
+TEST(Net, LayersAfterFilterFollowItsRowCountEachPass) {
+  Context ctx(Device::kCPU, 1);
+  Net net(ParseNet(R"(
+layer { name: "in" type: "Input" top: "x" top: "keep" input_param { shape { dim: 4 dim: 3 } shape { dim: 4 } } }
+layer { name: "filter" type: "Filter" bottom: "x" bottom: "keep" top: "kept" }
+layer { name: "ip" type: "InnerProduct" bottom: "kept" top: "y"
+        inner_product_param { num_output: 2 weight_filler { type: "gaussian" } bias_filler { type: "constant" value: 0.5 } } }
+)"),
+          ctx);
+  net.AllocateOwnArena();
+  Blob& x = *net.blob_by_name("x");
+  Blob& keep = *net.blob_by_name("keep");
+  for (int i = 0; i < 12; ++i) x.data()[i] = 0.25f * i - 1.0f;
+  const float* w = net.layer_by_name("ip")->blobs()[0]->data();
+  for (const std::vector<float>& selector : {std::vector<float>{1, 0, 1, 0}, std::vector<float>{0, 1, 1, 1}}) {
+    std::copy(selector.begin(), selector.end(), keep.data());
+    net.Forward();
+    std::vector<int> rows;
+    for (int i = 0; i < 4; ++i)
+      if (selector[i] != 0) rows.push_back(i);
+    const Blob& y = *net.blob_by_name("y");
+    ASSERT_EQ(y.shape(), (std::vector<int>{static_cast<int>(rows.size()), 2}));
+    for (size_t r = 0; r < rows.size(); ++r)
+      for (int o = 0; o < 2; ++o) {
+        float want = 0.5f;
+        for (int k = 0; k < 3; ++k) want += w[o * 3 + k] * x.data()[rows[r] * 3 + k];
+        EXPECT_NEAR(y.data()[r * 2 + o], want, 1e-5f) << "row " << r << " output " << o;
+      }
+  }
+}
+
 TEST(Net, UnknownBottomNamesTheLayer) {
   Context ctx;
   NetParameter param = ParseNet("layer { name: 'r' type: 'ReLU' bottom: 'nothing' top: 'r' }");
