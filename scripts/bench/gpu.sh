@@ -5,7 +5,8 @@
 # cifar10_quick (5,000 iterations, batch 100, a CIFAR-shaped LMDB of generated images). Prints the
 # training time (first iteration to the last, process start and set-up excluded), images/s, the
 # peak GPU memory of each process (nvidia-smi, sampled every 50 ms, above the idle level) and the
-# ratios. Cortado runs twice: with its steps replayed as CUDA graphs (the default) and eagerly
+# ratios; then `trainer time` on ResNet-50 at batch 32 (its per-layer table in resnet50_time.log).
+# Cortado runs twice: with its steps replayed as CUDA graphs (the default) and eagerly
 # (--cuda_graph=false). Logs go to $OUT (or build-gpu-bench/).
 #
 # Usage (GPU machine, repository root, .gpu/bundle.tar.gz made by scripts/bench/gpu_bundle.sh):
@@ -101,6 +102,12 @@ bench_net() {  # bench_net NAME SOLVER ITERS BATCH
 
 bench_net lenet models/mnist/lenet_solver.prototxt "$LENET_ITERS" 64
 bench_net cifar10_quick models/cifar10/cifar10_quick_solver.prototxt "$CIFAR_ITERS" 100
+
+# ResNet-50 (batch 32), trainer time's per-layer table on the GPU (issue: model zoo).
+sed '0,/^input_dim: 1$/s//input_dim: 32/' models/resnet/ResNet-50-deploy.prototxt >"$out/resnet50_b32.prototxt"
+"$b/bin/trainer" time --model="$out/resnet50_b32.prototxt" --gpu=0 --iterations=20 >"$out/resnet50_time.log" 2>&1 ||
+  tail -n 5 "$out/resnet50_time.log"
+grep -E "Average (Forward|Backward|Forward-Backward)|Total Time" "$out/resnet50_time.log" | sed 's/^.*\] //' || true
 
 echo
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
