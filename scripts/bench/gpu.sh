@@ -11,7 +11,8 @@
 #
 # Usage (GPU machine, repository root, .gpu/bundle.tar.gz made by scripts/bench/gpu_bundle.sh):
 #   scripts/bench/gpu.sh            Environment: BUNDLE, LENET_ITERS, CIFAR_ITERS, GPU_TESTS=1 (also
-#                                   run the GPU test suite first), CORTADO_FLAGS (extra trainer flags)
+#                                   run the GPU test suite, then compute-sanitizer memcheck and
+#                                   racecheck over it, first), CORTADO_FLAGS (extra trainer flags)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 BUNDLE="${BUNDLE:-.gpu/bundle.tar.gz}"
@@ -41,6 +42,16 @@ done
 if [[ "${GPU_TESTS:-0}" == 1 ]]; then
   "$b/bin/cortado_tests" --gtest_filter='*Gpu*:*GPU*' >"$out/gpu_tests.log" 2>&1 || true
   tail -n 5 "$out/gpu_tests.log"
+  # compute-sanitizer (memcheck, racecheck of shared memory) over the training and layer GPU tests.
+  sanitizer=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
+  if [[ -x "$sanitizer" ]]; then
+    for tool in memcheck racecheck; do
+      "$sanitizer" --tool "$tool" --error-exitcode 9 "$b/bin/cortado_tests" \
+        --gtest_filter='TrainingGpu*:DenseGpu*:NeuronGpu*:NormGpu*:LossGpu*:ZooGpu*:ConvFamilyGpu*:RecurrentGpu*' \
+        >"$out/sanitizer_$tool.log" 2>&1 && echo "compute-sanitizer $tool: clean" ||
+        { echo "compute-sanitizer $tool: errors (see sanitizer_$tool.log)"; grep -m 5 -E "^=+ (Invalid|Race|Error)" "$out/sanitizer_$tool.log"; }
+    done
+  fi
 fi
 
 # ---- measuring ----------------------------------------------------------------------------------

@@ -25,61 +25,34 @@
 #include "cortado/io.hpp"
 #include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
+#include "softmax_loss_base.hpp"
 
 namespace cortado {
 
-class InfogainLossLayer : public LossLayer {
+class InfogainLossLayer : public SoftmaxLossBase {
  public:
-  using LossLayer::LossLayer;
+  using SoftmaxLossBase::SoftmaxLossBase;
   const char* type() const override { return "InfogainLoss"; }
   int ExactNumBottomBlobs() const override { return -1; }
   int MinBottomBlobs() const override { return 2; }
   int MaxBottomBlobs() const override { return 3; }
-  int ExactNumTopBlobs() const override { return -1; }
-  int MinTopBlobs() const override { return 1; }
-  int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index == 0; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
-  LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
-  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(label, position); }
-  bool IsCapturable() const override { return labels_checked_upstream(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
     const LossParameter& lp = param_.loss_param();
     CORTADO_REQUIRE(!lp.has_normalize(), Describe(), ": loss_param.normalize is deprecated; use normalization");
-    has_ignore_label_ = lp.has_ignore_label();
-    ignore_label_ = lp.ignore_label();
-    normalization_ = lp.normalization();
     if (bottom.size() < 3) ReadInfogainMatrix();
-    prob_ = top.size() > 1 ? top[1] : AddScratch();
+    SetUpSoftmax(bottom, top, param_.infogain_loss_param().axis());
     if (ctx_.device() == Device::kGPU) {
       work_ = AddScratch();
       row_sums_dev_ = AddScratch();
       if (bottom.size() < 3) h_dev_ = AddScratch();
     }
-    LayerParameter inner;
-    inner.set_name(name() + "/softmax");
-    inner.set_type("Softmax");
-    inner.set_phase(param_.phase());
-    inner.mutable_softmax_param()->set_axis(param_.infogain_loss_param().axis());
-    softmax_ = LayerRegistry::Create(inner, ctx_);
-    softmax_bottom_ = {bottom[0]};
-    softmax_top_ = {prob_};
-    softmax_->SetUp(softmax_bottom_, softmax_top_);
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
-    LossLayer::Reshape(bottom, top);
-    softmax_bottom_[0] = bottom[0];
-    softmax_->Reshape(softmax_bottom_, softmax_top_);
-    const int axis = bottom[0]->CanonicalAxisIndex(param_.infogain_loss_param().axis());
-    channels_ = bottom[0]->shape(axis);
-    outer_ = bottom[0]->count(0, axis);
-    inner_ = bottom[0]->count(axis + 1);
-    CORTADO_REQUIRE(outer_ * inner_ == bottom[1]->count(), Describe(), ": needs one label per score position: ",
-                    "scores ", bottom[0]->shape_string(), " (infogain axis ", axis, ") want ", outer_ * inner_,
-                    " labels, but the label blob is ", bottom[1]->shape_string());
+    ReshapeSoftmax(bottom, top, param_.infogain_loss_param().axis(), "infogain axis");
     const int64_t h_count = bottom.size() > 2 ? bottom[2]->count() : static_cast<int64_t>(h_.size());
     CORTADO_REQUIRE(h_count == channels_ * channels_, Describe(), ": the infogain matrix H must be ", channels_,
                     "×", channels_, " (", channels_ * channels_, " values) for ", channels_, " classes, but ",
@@ -93,16 +66,9 @@ class InfogainLossLayer : public LossLayer {
     if (h_dev_) h_dev_->Reshape(std::vector<int>{static_cast<int>(h_count)});
   }
 
-  std::vector<Scratch> scratch_buffers() const override {
-    std::vector<Scratch> out = Layer::scratch_buffers();
-    for (const Scratch& s : softmax_->scratch_buffers()) out.push_back(s);
-    return out;
-  }
-
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_bottom_[0] = bottom[0];
-    softmax_->Forward(softmax_bottom_, softmax_top_);
+    ForwardSoftmax(bottom);
     const float* p = prob_->data();
     const float* label = bottom[1]->data();
     const float* h = H(bottom);
@@ -113,7 +79,7 @@ class InfogainLossLayer : public LossLayer {
         const int64_t at = i * inner_ + j;
         const int l = LabelOf(label[at]);
         if (has_ignore_label_ && l == ignore_label_) continue;
-        if (l < 0 || l >= channels_) FailBadLabel(label[at], at);
+        if (l < 0 || l >= channels_) FailBadLabelAt(label[at], at);
         for (int64_t c = 0; c < channels_; ++c)
           loss -= static_cast<double>(h[l * channels_ + c]) *
                   std::log(std::max(p[(i * channels_ + c) * inner_ + j], kInfogainLogThreshold));
@@ -151,14 +117,13 @@ class InfogainLossLayer : public LossLayer {
       row_sums_dev_->WriteData(row_sums_);
       h_uploaded_ = true;
     }
-    softmax_bottom_[0] = bottom[0];
-    softmax_->Forward(softmax_bottom_, softmax_top_);
+    ForwardSoftmax(bottom);
     float bad_label = 0;
     const int64_t at = InfogainLossForwardGpu(ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(),
                                               HDev(bottom), has_ignore_label_, ignore_label_,
                                               normalization_ == LossParameter::VALID, FixedNormalizer(),
                                               work_->data(), top[0]->data(), BadLabelOut(&bad_label));
-    if (at >= 0) FailBadLabel(bad_label, at);
+    if (at >= 0) FailBadLabelAt(bad_label, at);
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -208,27 +173,12 @@ class InfogainLossLayer : public LossLayer {
   // static_cast<int>(v) as x86 does it: NaN and values outside int's range give INT_MIN.
   static int LabelOf(float v) { return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN; }
 
-  [[noreturn]] void FailBadLabel(float label, int64_t position) const {
-    cortado::FailBadLabel(Describe(), label, position, channels_,
-                          has_ignore_label_ ? " or ignore_label " + std::to_string(ignore_label_) : "");
-  }
-
-  double Normalizer() const { return LossNormalizer(normalization_, outer_, inner_, valid_count_); }
-  double FixedNormalizer() const { return FixedLossNormalizer(normalization_, outer_, inner_); }
-
-  std::unique_ptr<Layer> softmax_;
-  BlobVec softmax_bottom_, softmax_top_;
-  Blob* prob_ = nullptr;
   std::vector<float> h_;         // H from infogain_param.source (host)
   std::vector<float> row_sums_;  // CPU nets: H's row sums
   Blob* h_dev_ = nullptr;        // GPU nets with H from a file: H on the device
   Blob* row_sums_dev_ = nullptr; // GPU nets: H's row sums on the device
   Blob* work_ = nullptr;         // GPU nets: the kernels' partial sums, normalizer and bad-label flag
   bool h_uploaded_ = false;
-  bool has_ignore_label_ = false;
-  int ignore_label_ = 0;
-  LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
-  int64_t channels_ = 0, outer_ = 0, inner_ = 0, valid_count_ = 0;
 };
 
 CORTADO_REGISTER_LAYER(InfogainLoss, InfogainLossLayer);

@@ -17,68 +17,32 @@
 #include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
+#include "softmax_loss_base.hpp"
 
 namespace cortado {
 
-class SoftmaxWithLossLayer : public LossLayer {
+class SoftmaxWithLossLayer : public SoftmaxLossBase {
  public:
-  using LossLayer::LossLayer;
+  using SoftmaxLossBase::SoftmaxLossBase;
   const char* type() const override { return "SoftmaxWithLoss"; }
-  int ExactNumTopBlobs() const override { return -1; }
-  int MinTopBlobs() const override { return 1; }
-  int MaxTopBlobs() const override { return 2; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
-  LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
-  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(label, position); }
-  bool IsCapturable() const override { return labels_checked_upstream(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
+    SetUpSoftmax(bottom, top, param_.softmax_param().axis());
     const LossParameter& lp = param_.loss_param();
-    has_ignore_label_ = lp.has_ignore_label();
-    ignore_label_ = lp.ignore_label();
-    normalization_ = lp.normalization();
     if (!lp.has_normalization() && lp.has_normalize())
       normalization_ = lp.normalize() ? LossParameter::VALID : LossParameter::BATCH_SIZE;
-    // The probabilities go to the second top when there is one, else to a scratch buffer.
-    prob_ = top.size() > 1 ? top[1] : AddScratch();
     if (ctx_.device() == Device::kGPU) work_ = AddScratch();
-    LayerParameter inner;
-    inner.set_name(name() + "/softmax");
-    inner.set_type("Softmax");
-    inner.set_phase(param_.phase());
-    *inner.mutable_softmax_param() = param_.softmax_param();
-    softmax_ = LayerRegistry::Create(inner, ctx_);
-    softmax_bottom_ = {bottom[0]};
-    softmax_top_ = {prob_};
-    softmax_->SetUp(softmax_bottom_, softmax_top_);
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
-    LossLayer::Reshape(bottom, top);
-    softmax_bottom_[0] = bottom[0];
-    softmax_->Reshape(softmax_bottom_, softmax_top_);
-    const int axis = bottom[0]->CanonicalAxisIndex(param_.softmax_param().axis());
-    channels_ = bottom[0]->shape(axis);
-    outer_ = bottom[0]->count(0, axis);
-    inner_ = bottom[0]->count(axis + 1);
-    CORTADO_REQUIRE(outer_ * inner_ == bottom[1]->count(), Describe(), ": needs one label per ",
-                    "score position: scores ", bottom[0]->shape_string(), " (softmax axis ", axis,
-                    ") want ", outer_ * inner_, " labels, but the label blob is ",
-                    bottom[1]->shape_string());
+    ReshapeSoftmax(bottom, top, param_.softmax_param().axis(), "softmax axis");
     if (work_) work_->Reshape(std::vector<int>{static_cast<int>(kSoftmaxLossWorkFloats)});
-  }
-
-  std::vector<Scratch> scratch_buffers() const override {
-    std::vector<Scratch> out = Layer::scratch_buffers();
-    for (const Scratch& s : softmax_->scratch_buffers()) out.push_back(s);
-    return out;
   }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_bottom_[0] = bottom[0];
-    softmax_->Forward(softmax_bottom_, softmax_top_);
+    ForwardSoftmax(bottom);
     const float* p = prob_->data();
     const float* label = bottom[1]->data();
     const int64_t dim = channels_ * inner_;
@@ -88,7 +52,7 @@ class SoftmaxWithLossLayer : public LossLayer {
       for (int64_t j = 0; j < inner_; ++j) {
         const int l = static_cast<int>(label[i * inner_ + j]);
         if (has_ignore_label_ && l == ignore_label_) continue;
-        if (l < 0 || l >= channels_) FailBadLabel(label[i * inner_ + j], i * inner_ + j);
+        if (l < 0 || l >= channels_) FailBadLabelAt(label[i * inner_ + j], i * inner_ + j);
         loss -= std::log(std::max(p[i * dim + l * inner_ + j], FLT_MIN));
         ++valid;
       }
@@ -122,13 +86,12 @@ class SoftmaxWithLossLayer : public LossLayer {
   }
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    softmax_bottom_[0] = bottom[0];
-    softmax_->Forward(softmax_bottom_, softmax_top_);
+    ForwardSoftmax(bottom);
     float bad_label = 0;
     const int64_t at = SoftmaxLossForwardGpu(
         ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(), has_ignore_label_, ignore_label_,
         normalization_ == LossParameter::VALID, FixedNormalizer(), work_->data(), top[0]->data(), BadLabelOut(&bad_label));
-    if (at >= 0) FailBadLabel(bad_label, at);
+    if (at >= 0) FailBadLabelAt(bad_label, at);
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -139,24 +102,7 @@ class SoftmaxWithLossLayer : public LossLayer {
   }
 
  private:
-  // One message for both devices.
-  [[noreturn]] void FailBadLabel(float label, int64_t position) const {
-    cortado::FailBadLabel(Describe(), label, position, channels_,
-                          has_ignore_label_ ? " or ignore_label " + std::to_string(ignore_label_) : "");
-  }
-
-  double Normalizer() const { return LossNormalizer(normalization_, outer_, inner_, valid_count_); }
-  // The normalizer of every mode but VALID (whose count is known only after the forward pass).
-  double FixedNormalizer() const { return FixedLossNormalizer(normalization_, outer_, inner_); }
-
-  std::unique_ptr<Layer> softmax_;
-  BlobVec softmax_bottom_, softmax_top_;
-  Blob* prob_ = nullptr;
   Blob* work_ = nullptr;  // GPU nets: the kernels' partial sums, normalizer and bad-label flag
-  bool has_ignore_label_ = false;
-  int ignore_label_ = 0;
-  LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
-  int64_t channels_ = 0, outer_ = 0, inner_ = 0, valid_count_ = 0;
 };
 
 CORTADO_REGISTER_LAYER(SoftmaxWithLoss, SoftmaxWithLossLayer);
