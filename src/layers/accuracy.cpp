@@ -24,7 +24,6 @@ class AccuracyLayer : public Layer {
   bool AllowForceBackward(int) const override { return false; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
-  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(label, position); }
   bool IsCapturable() const override { return labels_checked_upstream(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
@@ -76,7 +75,7 @@ class AccuracyLayer : public Layer {
       for (int64_t j = 0; j < inner_; ++j) {
         const int l = static_cast<int>(label[i * inner_ + j]);
         if (has_ignore_label_ && l == ignore_label_) continue;
-        if (l < 0 || l >= channels_) FailBadLabel(label[i * inner_ + j], i * inner_ + j);
+        if (l < 0 || l >= channels_) FailBadLabelAt(label[i * inner_ + j], i * inner_ + j);
         const float* xij = x + i * dim + j;
         const float truth = xij[l * inner_];
         int at_least = -1;  // classes scoring >= the true one, the true class itself excluded
@@ -105,18 +104,12 @@ class AccuracyLayer : public Layer {
     const int64_t at = AccuracyForwardGpu(ctx_, outer_, channels_, inner_, top_k_, has_ignore_label_, ignore_label_,
                                           bottom[0]->data(), bottom[1]->data(), work_->data(), top[0]->data(),
                                           top.size() > 1 ? top[1]->data() : nullptr, BadLabelOut(&bad_label));
-    if (at >= 0) FailBadLabel(bad_label, at);
+    if (at >= 0) FailBadLabelAt(bad_label, at);
   }
 
   void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
-  // One message for both devices.
-  [[noreturn]] void FailBadLabel(float label, int64_t position) const {
-    Fail(Describe(), ": label ", label, " (at position ", position, ") is outside the valid range [0, ",
-         channels_, ")");
-  }
-
   Blob* class_count_ = nullptr;
   Blob* work_ = nullptr;  // GPU nets: the kernels' counters and bad-label flag
   int top_k_ = 1;

@@ -385,7 +385,8 @@ TEST(BadInput, LabelOutsideTheClassesNamesLayerAndLabel) {
   Workspace accuracy(ClassifierNet(LmdbSource(db), "", true));
   accuracy.PlantSnapshot();
   EXPECT_EQ(TrainerError(accuracy.Train()),
-            accuracy.net + ": layer accuracy (Accuracy): label 12 (at position 1) is outside the valid range [0, 10)");
+            accuracy.net + ": layer accuracy (Accuracy): label 12 (at position 1) is outside the valid range [0, 10); "
+            "labels must be class indices");
   accuracy.ExpectPlantedSnapshotUntouched();
 }
 
