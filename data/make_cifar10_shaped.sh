@@ -7,10 +7,10 @@
 #
 # Usage: data/make_cifar10_shaped.sh [TRAIN_COUNT [TEST_COUNT]]   (default 5000 and 1000)
 # Environment: CORTADO_TOOLS, the folder with convert_imageset and compute_image_mean (default
-# build/tools). Needs /usr/bin/python3 with cv2 and numpy (Debian python3-opencv).
+# build/tools); CIFAR_SHAPED_DEST, where to write (default data/cifar10). Needs /usr/bin/python3 with cv2 and numpy (Debian python3-opencv).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-dest="$here/cifar10"
+dest="${CIFAR_SHAPED_DEST:-$here/cifar10}"
 tools="${CORTADO_TOOLS:-$here/../build/tools}"
 train_count="${1:-5000}"
 test_count="${2:-1000}"

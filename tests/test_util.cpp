@@ -1,14 +1,13 @@
 // test_util.cpp — the layer fixture, the gradient checker, and helpers for files, LMDBs and tool runs.
 #include "test_util.hpp"
 
-#include "cortado/step_inputs.hpp"
-
 #include <google/protobuf/text_format.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -19,6 +18,7 @@
 #include "cortado/error.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
+#include "cortado/step_inputs.hpp"
 
 namespace cortado::test {
 
@@ -34,7 +34,11 @@ SolverParameter ParseSolver(const std::string& text) {
   return param;
 }
 
-std::string SourceDir() { return CORTADO_SOURCE_DIR; }
+// Where the tests were built, unless the environment says otherwise (a bundle run on another machine).
+std::string SourceDir() {
+  const char* dir = std::getenv("CORTADO_SOURCE_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : CORTADO_SOURCE_DIR;
+}
 
 namespace {
 std::string TestDirName() {
@@ -81,7 +85,10 @@ CommandResult RunCommand(const std::string& command) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), err.str()};
 }
 
-std::string ToolPath(const std::string& tool) { return std::string(CORTADO_BINARY_DIR) + "/tools/" + tool; }
+std::string ToolPath(const std::string& tool) {
+  const char* dir = std::getenv("CORTADO_TOOLS_DIR");
+  return (dir != nullptr && *dir != '\0' ? std::string(dir) : std::string(CORTADO_BINARY_DIR) + "/tools") + "/" + tool;
+}
 
 int CountLines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
 

@@ -20,7 +20,7 @@ namespace cortado::test {
 // Parses a text-format LayerParameter; a parse error fails the test.
 LayerParameter ParseLayer(const std::string& text);
 SolverParameter ParseSolver(const std::string& text);
-std::string SourceDir();      // the repository root
+std::string SourceDir();      // the repository root ($CORTADO_SOURCE_DIR overrides the built-in path)
 std::string TempDir();        // a fresh directory for this test, removed by nobody (under /tmp)
 // Another fresh directory for this test on each call (TempDir() empties the same one every call).
 std::string NewTempDir();
@@ -34,7 +34,7 @@ struct CommandResult {
   std::string err;
 };
 CommandResult RunCommand(const std::string& command);
-std::string ToolPath(const std::string& tool);  // a built tool: <build>/tools/<tool>
+std::string ToolPath(const std::string& tool);  // a built tool: <build>/tools/<tool> ($CORTADO_TOOLS_DIR/<tool>)
 int CountLines(const std::string& text);
 std::string LastLine(const std::string& text);  // the last non-empty line, without its newline
 

@@ -40,6 +40,8 @@ done
 [[ -d data/cifar10/cifar10_train_lmdb ]] || cp -r "$b"/extra/cifar10/. data/cifar10/
 
 if [[ "${GPU_TESTS:-0}" == 1 ]]; then
+  # The tests find the repository and the tools here, not where they were built.
+  export CORTADO_SOURCE_DIR="$PWD" CORTADO_TOOLS_DIR="$b/bin"
   "$b/bin/cortado_tests" --gtest_filter='*Gpu*:*GPU*' >"$out/gpu_tests.log" 2>&1 || true
   tail -n 5 "$out/gpu_tests.log"
   # compute-sanitizer (memcheck, racecheck of shared memory) over the training and layer GPU tests.
