@@ -6,8 +6,7 @@
 // bad-label flag, one unused word, then per class: hits, samples.
 #include <cub/block/block_reduce.cuh>
 
-#include <climits>
-
+#include "cortado/cuda/loss_sums.cuh"  // LabelOf
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/kernels/dense.hpp"
 
@@ -17,10 +16,7 @@ namespace {
 
 constexpr int kHits = 0, kCounted = 1, kFlag = 2, kPerClass = 4;
 
-// static_cast<int>(v) as x86 does it: NaN and values outside int's range give INT_MIN.
-__device__ __forceinline__ int LabelOf(float v) {
-  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN;
-}
+using cuda::LabelOf;
 
 __global__ void AccuracyCountKernel(int64_t positions, int64_t channels, int64_t inner, int top_k, bool has_ignore,
                                     int ignore_label, const float* x, const float* label, bool per_class,

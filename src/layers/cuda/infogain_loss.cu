@@ -1,14 +1,8 @@
 // infogain_loss.cu — InfogainLoss's kernels (kernels/zoo.hpp), laid out as SoftmaxWithLoss's: the loss is
-// summed in double in a fixed order (each of kBlocks blocks reduces its share, then one thread adds the
-// partials), the normalizer stays on the device for the backward pass, and a bad label is marked in one
-// device word that the forward pass reads back (FirstBadLabelGpu).
-//
-// work (kInfogainWorkFloats floats): kBlocks doubles of partial losses, kBlocks doubles of partial
-// counts, then the normalizer (a float) and the bad-label flag (the first bad position, unsigned).
-#include <cub/block/block_reduce.cuh>
-
-#include <climits>
-
+// summed in a fixed order with loss_sums.cuh (the work buffer's layout is there), the normalizer stays
+// on the device for the backward pass, and a bad label is marked in one device word that the forward
+// pass reads back (FirstBadLabelGpu).
+#include "cortado/cuda/loss_sums.cuh"
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
 #include "cortado/kernels/zoo.hpp"
@@ -17,15 +11,12 @@ namespace cortado {
 
 namespace {
 
-constexpr int kBlocks = 128;
-constexpr int kNormalizer = 4 * kBlocks;  // float index of the normalizer in work
-constexpr int kFlag = kNormalizer + 1;    // float index of the bad-label flag
-static_assert(kFlag < kInfogainWorkFloats, "the loss scratch is too small");
-
-// static_cast<int>(v) as x86 does it: NaN and values outside int's range give INT_MIN.
-__device__ __forceinline__ int LabelOf(float v) {
-  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN;
-}
+using cuda::kLossBlocks;
+using cuda::LabelOf;
+using cuda::PartialCount;
+using cuda::PartialLoss;
+using cuda::StoreLossPartials;
+static_assert(cuda::kLossWorkUsed <= kInfogainWorkFloats, "the loss scratch is too small");
 
 __global__ void InfogainPartialsKernel(int64_t positions, int64_t channels, int64_t inner, const float* prob,
                                        const float* label, const float* h, bool has_ignore, int ignore_label,
@@ -45,27 +36,7 @@ __global__ void InfogainPartialsKernel(int64_t positions, int64_t channels, int6
               logf(fmaxf(prob[(i * channels + c) * inner + j], kInfogainLogThreshold));
     count += 1;
   }
-  using Reduce = cub::BlockReduce<double, cuda::kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const double block_loss = Reduce(storage).Sum(loss);
-  __syncthreads();  // the storage is reused
-  const double block_count = Reduce(storage).Sum(count);
-  if (threadIdx.x == 0) {
-    partial_loss[blockIdx.x] = block_loss;
-    partial_count[blockIdx.x] = block_count;
-  }
-}
-
-__global__ void InfogainFinishKernel(const double* partial_loss, const double* partial_count, bool by_valid_count,
-                                     double normalizer, float* normalizer_out, float* loss_out) {
-  double loss = 0, count = 0;
-  for (int b = 0; b < kBlocks; ++b) {
-    loss += partial_loss[b];
-    count += partial_count[b];
-  }
-  const double n = fmax(by_valid_count ? count : normalizer, 1.0);
-  *normalizer_out = static_cast<float>(n);
-  *loss_out = static_cast<float>(loss / n);
+  StoreLossPartials(loss, count, partial_loss, partial_count);
 }
 
 __global__ void InfogainRowSumsKernel(int64_t channels, const float* h, float* row_sums) {
@@ -98,18 +69,16 @@ int64_t InfogainLossForwardGpu(Context& ctx, int64_t outer, int64_t channels, in
                                bool by_valid_count, double normalizer, float* work, float* loss,
                                float* bad_value_host) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  double* partial_loss = reinterpret_cast<double*>(work);  // work is 64-byte aligned (an arena region)
-  double* partial_count = partial_loss + kBlocks;
-  unsigned* flag = reinterpret_cast<unsigned*>(work + kFlag);
+  double* partial_loss = PartialLoss(work);
+  double* partial_count = PartialCount(work);
+  unsigned* flag = cuda::LossFlag(work);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof(unsigned), stream));
-  InfogainPartialsKernel<<<kBlocks, cuda::kThreads, 0, stream>>>(outer * inner, channels, inner, prob, label, h,
+  InfogainPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(outer * inner, channels, inner, prob, label, h,
                                                                   has_ignore, ignore_label, partial_loss,
                                                                   partial_count, flag);
   CORTADO_CUDA_LAUNCH_CHECK();
-  InfogainFinishKernel<<<1, 1, 0, stream>>>(partial_loss, partial_count, by_valid_count, normalizer,
-                                            work + kNormalizer, loss);
-  CORTADO_CUDA_LAUNCH_CHECK();
-  return FirstBadLabelGpu(ctx, work + kFlag, label, bad_value_host);
+  cuda::QueueLossFinish(ctx, work, by_valid_count, normalizer, loss);
+  return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
 
 void InfogainRowSumsGpu(Context& ctx, int64_t channels, const float* h, float* row_sums) {
@@ -125,7 +94,7 @@ void InfogainLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int6
   const int64_t n = outer * channels * inner;
   if (n == 0) return;
   InfogainBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      n, channels, inner, prob, label, h, row_sums, has_ignore, ignore_label, dloss, work + kNormalizer, dx);
+      n, channels, inner, prob, label, h, row_sums, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
   CORTADO_CUDA_LAUNCH_CHECK();
 }
 

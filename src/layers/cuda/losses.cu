@@ -1,15 +1,10 @@
 // losses.cu — the kernels of SigmoidCrossEntropyLoss, ContrastiveLoss, HingeLoss and
-// MultinomialLogisticLoss (kernels/loss.hpp). Each loss is summed in double in a fixed order: each of
-// kBlocks blocks reduces its share, then one thread adds the partials, divides by the normalizer and
-// writes the loss top, so the same inputs give the same loss and nothing waits but a check of labels.
-//
-// work (kLossWorkFloats floats): kBlocks doubles of partial losses, kBlocks doubles of partial counts,
-// then the normalizer (a float) and the bad-label flag (the first bad position, unsigned).
-#include <cub/block/block_reduce.cuh>
-
+// MultinomialLogisticLoss (kernels/loss.hpp), each summed in a fixed order with loss_sums.cuh (whose
+// QueueLossFinish is defined here), so the same inputs give the same loss and nothing waits but a
+// check of labels.
 #include <cfloat>
-#include <climits>
 
+#include "cortado/cuda/loss_sums.cuh"  // kLossBlocks, LabelOf, StoreLossPartials, QueueLossFinish
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
 #include "cortado/kernels/loss.hpp"
@@ -18,38 +13,22 @@ namespace cortado {
 
 namespace {
 
-constexpr int kBlocks = 128;
-constexpr int kNormalizer = 4 * kBlocks;  // float index of the normalizer in work
-constexpr int kFlag = kNormalizer + 1;    // float index of the bad-label flag
-static_assert(kFlag < kLossWorkFloats, "the loss scratch is too small");
+using cuda::kLossBlocks;
+using cuda::LabelOf;
+using cuda::LossFlag;
+using cuda::PartialCount;
+using cuda::PartialLoss;
+using cuda::StoreLossPartials;
+static_assert(cuda::kLossWorkUsed <= kLossWorkFloats, "the loss scratch is too small");
 
-double* PartialLoss(float* work) { return reinterpret_cast<double*>(work); }  // work is 64-byte aligned
-double* PartialCount(float* work) { return reinterpret_cast<double*>(work) + kBlocks; }
-unsigned* Flag(float* work) { return reinterpret_cast<unsigned*>(work + kFlag); }
+}  // namespace
 
-// static_cast<int>(v) as x86 does it: NaN and values outside int's range give INT_MIN.
-__device__ __forceinline__ int LabelOf(float v) {
-  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN;
-}
+namespace cuda {
 
-// Thread 0 of each block stores the block's sums of `loss` and `count` in the partials.
-__device__ void StorePartials(double loss, double count, double* partial_loss, double* partial_count) {
-  using Reduce = cub::BlockReduce<double, cuda::kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const double block_loss = Reduce(storage).Sum(loss);
-  __syncthreads();  // the storage is reused
-  const double block_count = Reduce(storage).Sum(count);
-  if (threadIdx.x == 0) {
-    partial_loss[blockIdx.x] = block_loss;
-    partial_count[blockIdx.x] = block_count;
-  }
-}
-
-// *loss_out = Σ partial losses / n, n = max(Σ partial counts or `normalizer`, 1), kept in *normalizer_out.
-__global__ void FinishKernel(const double* partial_loss, const double* partial_count, bool by_count,
-                             double normalizer, float* normalizer_out, float* loss_out) {
+__global__ void LossFinishKernel(const double* partial_loss, const double* partial_count, bool by_count,
+                                 double normalizer, float* normalizer_out, float* loss_out) {
   double loss = 0, count = 0;
-  for (int b = 0; b < kBlocks; ++b) {
+  for (int b = 0; b < kLossBlocks; ++b) {
     loss += partial_loss[b];
     count += partial_count[b];
   }
@@ -58,11 +37,15 @@ __global__ void FinishKernel(const double* partial_loss, const double* partial_c
   *loss_out = static_cast<float>(loss / n);
 }
 
-void Finish(Context& ctx, float* work, bool by_count, double normalizer, float* loss) {
-  FinishKernel<<<1, 1, 0, cuda::Stream(ctx)>>>(PartialLoss(work), PartialCount(work), by_count, normalizer,
-                                               work + kNormalizer, loss);
+void QueueLossFinish(Context& ctx, float* work, bool by_count, double normalizer, float* loss) {
+  LossFinishKernel<<<1, 1, 0, Stream(ctx)>>>(PartialLoss(work), PartialCount(work), by_count, normalizer,
+                                             work + kLossNormalizer, loss);
   CORTADO_CUDA_LAUNCH_CHECK();
 }
+
+}  // namespace cuda
+
+namespace {
 
 // ---- SigmoidCrossEntropyLoss ---------------------------------------------------------------------
 
@@ -74,7 +57,7 @@ __global__ void SigmoidCrossEntropyPartialsKernel(int64_t n, const float* x, con
     loss += fmaxf(x[i], 0.0f) - x[i] * t[i] + log1pf(expf(-fabsf(x[i])));
     count += 1;
   }
-  StorePartials(loss, count, partial_loss, partial_count);
+  StoreLossPartials(loss, count, partial_loss, partial_count);
 }
 
 __global__ void SigmoidCrossEntropyBackwardKernel(int64_t n, const float* x, const float* t, bool has_ignore,
@@ -111,7 +94,7 @@ __global__ void ContrastivePartialsKernel(int64_t num, int64_t channels, const f
       loss += m * m;
     }
   }
-  StorePartials(loss, 0.0, partial_loss, partial_count);
+  StoreLossPartials(loss, 0.0, partial_loss, partial_count);
 }
 
 __global__ void ContrastiveBackwardKernel(int64_t num, int64_t channels, const float* a, const float* b,
@@ -149,7 +132,7 @@ __global__ void HingePartialsKernel(int64_t num, int64_t dim, const float* x, co
     const float m = fmaxf(0.0f, 1.0f + (j == l ? -x[k] : x[k]));
     loss += l2 ? m * m : m;
   }
-  StorePartials(loss, 0.0, partial_loss, partial_count);
+  StoreLossPartials(loss, 0.0, partial_loss, partial_count);
 }
 
 __global__ void HingeBackwardKernel(int64_t num, int64_t dim, const float* x, const float* label, bool l2,
@@ -177,7 +160,7 @@ __global__ void MultinomialPartialsKernel(int64_t num, int64_t dim, const float*
     }
     loss -= logf(fmaxf(prob[i * dim + l], kMultinomialLogThreshold));
   }
-  StorePartials(loss, 0.0, partial_loss, partial_count);
+  StoreLossPartials(loss, 0.0, partial_loss, partial_count);
 }
 
 __global__ void MultinomialBackwardKernel(int64_t num, int64_t dim, const float* prob, const float* label,
@@ -194,26 +177,26 @@ __global__ void MultinomialBackwardKernel(int64_t num, int64_t dim, const float*
 void SigmoidCrossEntropyLossForwardGpu(Context& ctx, int64_t n, const float* x, const float* t, bool has_ignore,
                                        int ignore_label, bool by_valid_count, double normalizer, float* work,
                                        float* loss) {
-  SigmoidCrossEntropyPartialsKernel<<<kBlocks, cuda::kThreads, 0, cuda::Stream(ctx)>>>(
+  SigmoidCrossEntropyPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, cuda::Stream(ctx)>>>(
       n, x, t, has_ignore, ignore_label, PartialLoss(work), PartialCount(work));
   CORTADO_CUDA_LAUNCH_CHECK();
-  Finish(ctx, work, by_valid_count, normalizer, loss);
+  cuda::QueueLossFinish(ctx, work, by_valid_count, normalizer, loss);
 }
 
 void SigmoidCrossEntropyLossBackwardGpu(Context& ctx, int64_t n, const float* x, const float* t, bool has_ignore,
                                         int ignore_label, const float* dloss, const float* work, float* dx) {
   if (n == 0) return;
   SigmoidCrossEntropyBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      n, x, t, has_ignore, ignore_label, dloss, work + kNormalizer, dx);
+      n, x, t, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
   CORTADO_CUDA_LAUNCH_CHECK();
 }
 
 void ContrastiveLossForwardGpu(Context& ctx, int64_t num, int64_t channels, const float* a, const float* b,
                                const float* y, float margin, bool legacy, float* dist_sq, float* work, float* loss) {
-  ContrastivePartialsKernel<<<kBlocks, cuda::kThreads, 0, cuda::Stream(ctx)>>>(
+  ContrastivePartialsKernel<<<kLossBlocks, cuda::kThreads, 0, cuda::Stream(ctx)>>>(
       num, channels, a, b, y, margin, legacy, dist_sq, PartialLoss(work), PartialCount(work));
   CORTADO_CUDA_LAUNCH_CHECK();
-  Finish(ctx, work, false, 2.0 * static_cast<double>(num), loss);
+  cuda::QueueLossFinish(ctx, work, false, 2.0 * static_cast<double>(num), loss);
 }
 
 void ContrastiveLossBackwardGpu(Context& ctx, int64_t num, int64_t channels, const float* a, const float* b,
@@ -229,12 +212,12 @@ void ContrastiveLossBackwardGpu(Context& ctx, int64_t num, int64_t channels, con
 int64_t HingeLossForwardGpu(Context& ctx, int64_t num, int64_t dim, const float* x, const float* label, bool l2,
                             float* work, float* loss, float* bad_value_host) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  CORTADO_CUDA_CHECK(cudaMemsetAsync(Flag(work), 0xff, sizeof(unsigned), stream));
-  HingePartialsKernel<<<kBlocks, cuda::kThreads, 0, stream>>>(num, dim, x, label, l2, PartialLoss(work),
-                                                              PartialCount(work), Flag(work));
+  CORTADO_CUDA_CHECK(cudaMemsetAsync(LossFlag(work), 0xff, sizeof(unsigned), stream));
+  HingePartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(num, dim, x, label, l2, PartialLoss(work),
+                                                              PartialCount(work), LossFlag(work));
   CORTADO_CUDA_LAUNCH_CHECK();
-  Finish(ctx, work, false, static_cast<double>(num), loss);
-  return FirstBadLabelGpu(ctx, work + kFlag, label, bad_value_host);
+  cuda::QueueLossFinish(ctx, work, false, static_cast<double>(num), loss);
+  return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
 
 void HingeLossBackwardGpu(Context& ctx, int64_t num, int64_t dim, const float* x, const float* label, bool l2,
@@ -249,12 +232,12 @@ void HingeLossBackwardGpu(Context& ctx, int64_t num, int64_t dim, const float* x
 int64_t MultinomialLogisticLossForwardGpu(Context& ctx, int64_t num, int64_t dim, const float* prob,
                                           const float* label, float* work, float* loss, float* bad_value_host) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  CORTADO_CUDA_CHECK(cudaMemsetAsync(Flag(work), 0xff, sizeof(unsigned), stream));
-  MultinomialPartialsKernel<<<kBlocks, cuda::kThreads, 0, stream>>>(num, dim, prob, label, PartialLoss(work),
-                                                                    PartialCount(work), Flag(work));
+  CORTADO_CUDA_CHECK(cudaMemsetAsync(LossFlag(work), 0xff, sizeof(unsigned), stream));
+  MultinomialPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(num, dim, prob, label, PartialLoss(work),
+                                                                    PartialCount(work), LossFlag(work));
   CORTADO_CUDA_LAUNCH_CHECK();
-  Finish(ctx, work, false, static_cast<double>(num), loss);
-  return FirstBadLabelGpu(ctx, work + kFlag, label, bad_value_host);
+  cuda::QueueLossFinish(ctx, work, false, static_cast<double>(num), loss);
+  return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
 
 void MultinomialLogisticLossBackwardGpu(Context& ctx, int64_t num, int64_t dim, const float* prob,

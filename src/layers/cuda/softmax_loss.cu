@@ -1,15 +1,10 @@
 // softmax_loss.cu — SoftmaxWithLoss's kernels (kernels/dense.hpp), and the label check it shares with
-// Accuracy. The loss is summed in double in a fixed order (each of kBlocks blocks reduces its share,
-// then one thread adds the partials), so it is the same from run to run; the normalizer stays on the
-// device for the backward pass, so nothing waits but the check of the labels.
-//
-// work (kSoftmaxLossWorkFloats floats): kBlocks doubles of partial losses, kBlocks doubles of partial
-// counts, then the normalizer (a float) and the bad-label flag (the first bad position, unsigned).
-#include <cub/block/block_reduce.cuh>
-
+// Accuracy. The loss is summed in a fixed order with loss_sums.cuh (the work buffer's layout is there),
+// so it is the same from run to run; the normalizer stays on the device for the backward pass, so
+// nothing waits but the check of the labels.
 #include <cfloat>
-#include <climits>
 
+#include "cortado/cuda/loss_sums.cuh"
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/kernels/dense.hpp"
 
@@ -17,16 +12,13 @@ namespace cortado {
 
 namespace {
 
-constexpr int kBlocks = 128;
-constexpr int kNormalizer = 4 * kBlocks;  // float index of the normalizer in work
-constexpr int kFlag = kNormalizer + 1;    // float index of the bad-label flag
-static_assert(kFlag < kSoftmaxLossWorkFloats, "the loss scratch is too small");
-constexpr unsigned kNoBadLabel = 0xffffffffu;  // the flag's value when every label is valid
-
-// static_cast<int>(v) as x86 does it: NaN and values outside int's range give INT_MIN.
-__device__ __forceinline__ int LabelOf(float v) {
-  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN;
-}
+using cuda::kLossBlocks;
+using cuda::kNoBadLabel;
+using cuda::LabelOf;
+using cuda::PartialCount;
+using cuda::PartialLoss;
+using cuda::StoreLossPartials;
+static_assert(cuda::kLossWorkUsed <= kSoftmaxLossWorkFloats, "the loss scratch is too small");
 
 __global__ void LossPartialsKernel(int64_t positions, int64_t channels, int64_t inner, const float* prob,
                                    const float* label, bool has_ignore, int ignore_label, double* partial_loss,
@@ -44,27 +36,7 @@ __global__ void LossPartialsKernel(int64_t positions, int64_t channels, int64_t 
     loss -= logf(fmaxf(prob[(i * channels + l) * inner + j], FLT_MIN));
     count += 1;
   }
-  using Reduce = cub::BlockReduce<double, cuda::kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const double block_loss = Reduce(storage).Sum(loss);
-  __syncthreads();  // the storage is reused
-  const double block_count = Reduce(storage).Sum(count);
-  if (threadIdx.x == 0) {
-    partial_loss[blockIdx.x] = block_loss;
-    partial_count[blockIdx.x] = block_count;
-  }
-}
-
-__global__ void LossFinishKernel(const double* partial_loss, const double* partial_count, bool by_valid_count,
-                                 double normalizer, float* normalizer_out, float* loss_out) {
-  double loss = 0, count = 0;
-  for (int b = 0; b < kBlocks; ++b) {
-    loss += partial_loss[b];
-    count += partial_count[b];
-  }
-  const double n = fmax(by_valid_count ? count : normalizer, 1.0);
-  *normalizer_out = static_cast<float>(n);
-  *loss_out = static_cast<float>(loss / n);
+  StoreLossPartials(loss, count, partial_loss, partial_count);
 }
 
 __global__ void LossBackwardKernel(int64_t n, int64_t channels, int64_t inner, const float* prob, const float* label,
@@ -100,17 +72,15 @@ int64_t SoftmaxLossForwardGpu(Context& ctx, int64_t outer, int64_t channels, int
                               const float* label, bool has_ignore, int ignore_label, bool by_valid_count,
                               double normalizer, float* work, float* loss, float* bad_value_host) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  double* partial_loss = reinterpret_cast<double*>(work);  // work is 64-byte aligned (an arena region)
-  double* partial_count = partial_loss + kBlocks;
-  unsigned* flag = reinterpret_cast<unsigned*>(work + kFlag);
+  double* partial_loss = PartialLoss(work);
+  double* partial_count = PartialCount(work);
+  unsigned* flag = cuda::LossFlag(work);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof(unsigned), stream));
-  LossPartialsKernel<<<kBlocks, cuda::kThreads, 0, stream>>>(outer * inner, channels, inner, prob, label, has_ignore,
+  LossPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(outer * inner, channels, inner, prob, label, has_ignore,
                                                               ignore_label, partial_loss, partial_count, flag);
   CORTADO_CUDA_LAUNCH_CHECK();
-  LossFinishKernel<<<1, 1, 0, stream>>>(partial_loss, partial_count, by_valid_count, normalizer,
-                                        work + kNormalizer, loss);
-  CORTADO_CUDA_LAUNCH_CHECK();
-  return FirstBadLabelGpu(ctx, work + kFlag, label, bad_value_host);
+  cuda::QueueLossFinish(ctx, work, by_valid_count, normalizer, loss);
+  return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
 
 void SoftmaxLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* prob,
@@ -119,7 +89,7 @@ void SoftmaxLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64
   const int64_t n = outer * channels * inner;
   if (n == 0) return;
   LossBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      n, channels, inner, prob, label, has_ignore, ignore_label, dloss, work + kNormalizer, dx);
+      n, channels, inner, prob, label, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
   CORTADO_CUDA_LAUNCH_CHECK();
 }
 
