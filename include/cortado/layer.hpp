@@ -15,6 +15,7 @@
 // not accumulated (Split layers sum the branches).
 #pragma once
 
+#include <climits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,7 +101,7 @@ class Layer {
   };
   virtual LabelRule label_rule() const { return {}; }
   // The one-line error for a bad label at `position` of the label bottom.
-  [[noreturn]] virtual void FailBadLabelAt(float label, int64_t position) const;
+  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const;
   void set_labels_checked_upstream(bool value) { labels_checked_upstream_ = value; }
   // Data layers: whether they can check the labels of a top on the host, and the check to make.
   virtual bool CanCheckLabels() const { return false; }
@@ -200,6 +201,10 @@ double FixedLossNormalizer(LossParameter::NormalizationMode mode, int64_t outer,
 // The normalizer a loss divides by: VALID the count of labels not ignored, else FixedLossNormalizer;
 // at least 1.
 double LossNormalizer(LossParameter::NormalizationMode mode, int64_t outer, int64_t inner, int64_t valid_count);
+
+// A class label as the layers read it: static_cast<int>(v) as x86 does it, so NaN and values outside
+// int's range are INT_MIN (never a class). The GPU kernels read labels the same way (cuda/loss_sums.cuh).
+inline int LabelOf(float v) { return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN; }
 
 // The one-line error for a label outside [0, classes) at `position`; `also` names what else is
 // allowed (" or ignore_label N").

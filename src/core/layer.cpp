@@ -115,12 +115,9 @@ void Layer::CheckLabelsOnHost(int top_index, const float* labels, int64_t count)
     if (top != top_index) continue;
     const LabelRule rule = consumer->label_rule();
     for (int64_t i = 0; i < count; ++i) {
-      // The label as the layers read it (static_cast<int>, NaN and out-of-range values invalid).
-      const float v = labels[i];
-      const bool integral = v >= -2147483648.0f && v < 2147483648.0f;
-      const int l = integral ? static_cast<int>(v) : -1;
-      if (integral && rule.has_ignore && l == rule.ignore_label) continue;
-      if (!integral || l < 0 || l >= rule.classes) consumer->FailBadLabelAt(v, i);
+      const int l = LabelOf(labels[i]);
+      if (rule.has_ignore && l == rule.ignore_label) continue;
+      if (l < 0 || l >= rule.classes) consumer->FailBadLabelAt(labels[i], i);
     }
   }
 }

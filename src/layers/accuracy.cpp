@@ -73,7 +73,7 @@ class AccuracyLayer : public Layer {
     int64_t correct = 0, count = 0;
     for (int64_t i = 0; i < outer_; ++i) {
       for (int64_t j = 0; j < inner_; ++j) {
-        const int l = static_cast<int>(label[i * inner_ + j]);
+        const int l = LabelOf(label[i * inner_ + j]);
         if (has_ignore_label_ && l == ignore_label_) continue;
         if (l < 0 || l >= channels_) FailBadLabelAt(label[i * inner_ + j], i * inner_ + j);
         const float* xij = x + i * dim + j;

@@ -14,7 +14,6 @@
 // normalizer on the device and flag a bad label for the host to report as the CPU does. H from a file
 // is copied to the device once, at the first forward pass.
 #include <algorithm>
-#include <climits>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -169,9 +168,6 @@ class InfogainLossLayer : public SoftmaxLossBase {
 
   const float* H(const BlobVec& bottom) const { return bottom.size() > 2 ? bottom[2]->data() : h_.data(); }
   const float* HDev(const BlobVec& bottom) const { return bottom.size() > 2 ? bottom[2]->data() : h_dev_->data(); }
-
-  // static_cast<int>(v) as x86 does it: NaN and values outside int's range give INT_MIN.
-  static int LabelOf(float v) { return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN; }
 
   std::vector<float> h_;         // H from infogain_param.source (host)
   std::vector<float> row_sums_;  // CPU nets: H's row sums

@@ -7,38 +7,17 @@
 // GPU: kernels/loss.hpp (cuda/losses.cu), which write the loss on the device; the forward pass waits
 // only to check the labels, as SoftmaxWithLoss's does.
 #include <algorithm>
-#include <climits>
 #include <cmath>
 
-#include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/loss.hpp"
 #include "cortado/layer_registry.hpp"
+#include "sample_label_loss.hpp"
 
 namespace cortado {
 
-class MultinomialLogisticLossLayer : public LossLayer {
+class MultinomialLogisticLossLayer : public SampleLabelLoss {
  public:
-  using LossLayer::LossLayer;
+  using SampleLabelLoss::SampleLabelLoss;
   const char* type() const override { return "MultinomialLogisticLoss"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
-  LabelRule label_rule() const override { return {1, dim_, false, 0}; }
-  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override { FailBadLabel(Describe(), label, position, dim_); }
-  bool IsCapturable() const override { return labels_checked_upstream(); }
-
-  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
-    LossLayer::LayerSetUp(bottom, top);
-    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
-  }
-
-  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
-    LossLayer::Reshape(bottom, top);
-    num_ = bottom[0]->shape(0);
-    dim_ = num_ > 0 ? bottom[0]->count() / num_ : 0;
-    CORTADO_REQUIRE(bottom[1]->count() == num_, Describe(), ": needs one label per sample: ", num_,
-                    " samples, but the label blob is ", bottom[1]->shape_string());
-    if (work_) work_->Reshape(std::vector<int>{static_cast<int>(kLossWorkFloats)});
-  }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
@@ -47,7 +26,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
     double loss = 0;
     for (int64_t i = 0; i < num_; ++i) {
       const int l = LabelOf(label[i]);
-      if (l < 0 || l >= dim_) FailBadLabel(Describe(), label[i], i, dim_);
+      if (l < 0 || l >= dim_) FailBadLabelAt(label[i], i);
       loss -= std::log(std::max(p[i * dim_ + l], kMultinomialLogThreshold));
     }
     top[0]->data()[0] = static_cast<float>(loss / std::max<int64_t>(num_, 1));
@@ -72,7 +51,7 @@ class MultinomialLogisticLossLayer : public LossLayer {
     float bad_label = 0;
     const int64_t at = MultinomialLogisticLossForwardGpu(ctx_, num_, dim_, bottom[0]->data(), bottom[1]->data(),
                                                          work_->data(), top[0]->data(), BadLabelOut(&bad_label));
-    if (at >= 0) FailBadLabel(Describe(), bad_label, at, dim_);
+    if (at >= 0) FailBadLabelAt(bad_label, at);
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -81,13 +60,6 @@ class MultinomialLogisticLossLayer : public LossLayer {
     MultinomialLogisticLossBackwardGpu(ctx_, num_, dim_, bottom[0]->data(), bottom[1]->data(), top[0]->diff(),
                                        bottom[0]->diff());
   }
-
- private:
-  // static_cast<int>(v) as x86 does it: NaN and values outside int's range give INT_MIN.
-  static int LabelOf(float v) { return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN; }
-
-  Blob* work_ = nullptr;  // GPU nets: the kernels' partial sums and bad-label flag
-  int64_t num_ = 0, dim_ = 0;
 };
 
 CORTADO_REGISTER_LAYER(MultinomialLogisticLoss, MultinomialLogisticLossLayer);

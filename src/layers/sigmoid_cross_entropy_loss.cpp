@@ -9,7 +9,6 @@
 // BATCH_SIZE. σ(x) is computed where needed (Caffe keeps it in an inner Sigmoid layer's top).
 // GPU: kernels/loss.hpp (cuda/losses.cu), which write the loss and keep the normalizer on the device.
 #include <algorithm>
-#include <climits>
 #include <cmath>
 
 #include "cortado/error.hpp"
@@ -90,12 +89,7 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
   }
 
  private:
-  // static_cast<int>(target) as x86 does it (NaN and values outside int's range read as INT_MIN).
-  bool Ignored(float target) const {
-    if (!has_ignore_label_) return false;
-    const int l = target >= -2147483648.0f && target < 2147483648.0f ? static_cast<int>(target) : INT_MIN;
-    return l == ignore_label_;
-  }
+  bool Ignored(float target) const { return has_ignore_label_ && LabelOf(target) == ignore_label_; }
 
   double Normalizer() const { return LossNormalizer(normalization_, outer_, inner_, valid_count_); }
   // The normalizer of every mode but VALID (whose count is known only after the forward pass).

@@ -50,7 +50,7 @@ class SoftmaxWithLossLayer : public SoftmaxLossBase {
     int64_t valid = 0;
     for (int64_t i = 0; i < outer_; ++i) {
       for (int64_t j = 0; j < inner_; ++j) {
-        const int l = static_cast<int>(label[i * inner_ + j]);
+        const int l = LabelOf(label[i * inner_ + j]);
         if (has_ignore_label_ && l == ignore_label_) continue;
         if (l < 0 || l >= channels_) FailBadLabelAt(label[i * inner_ + j], i * inner_ + j);
         loss -= std::log(std::max(p[i * dim + l * inner_ + j], FLT_MIN));
@@ -75,7 +75,7 @@ class SoftmaxWithLossLayer : public SoftmaxLossBase {
       float* dxi = dx + i * dim;
       for (int64_t k = 0; k < dim; ++k) dxi[k] = scale * pi[k];
       for (int64_t j = 0; j < inner_; ++j) {
-        const int l = static_cast<int>(label[i * inner_ + j]);
+        const int l = LabelOf(label[i * inner_ + j]);
         if (has_ignore_label_ && l == ignore_label_) {
           for (int64_t c = 0; c < channels_; ++c) dxi[c * inner_ + j] = 0.0f;
         } else {

@@ -1,17 +1,10 @@
 // softmax_loss_base.cpp — SoftmaxLossBase (softmax_loss_base.hpp).
 #include "softmax_loss_base.hpp"
 
-#include <string>
-
 #include "cortado/error.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
-
-void SoftmaxLossBase::FailBadLabelAt(float label, int64_t position) const {
-  FailBadLabel(Describe(), label, position, channels_,
-               has_ignore_label_ ? " or ignore_label " + std::to_string(ignore_label_) : "");
-}
 
 std::vector<Layer::Scratch> SoftmaxLossBase::scratch_buffers() const {
   std::vector<Scratch> out = Layer::scratch_buffers();

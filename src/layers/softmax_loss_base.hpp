@@ -21,7 +21,6 @@ class SoftmaxLossBase : public LossLayer {
   int MaxTopBlobs() const override { return 2; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
-  [[noreturn]] void FailBadLabelAt(float label, int64_t position) const override;
   bool IsCapturable() const override { return labels_checked_upstream(); }
   std::vector<Scratch> scratch_buffers() const override;  // the inner softmax's too
 
