@@ -35,6 +35,11 @@ struct FlatParams {
   std::vector<ParamSegment> segments;
 };
 
+class Net;
+// A Net's learnable parameters as the rules see them: its flat data and gradient buffers, one segment
+// per learnable blob (in learnable_params() order) with its lr_mult and decay_mult.
+FlatParams FlatParamsOf(Net& net);
+
 // ---- learning rate -------------------------------------------------------------------------------
 
 // The learning rate for iteration `iter` (base = base_lr, γ = gamma):

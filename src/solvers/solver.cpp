@@ -249,7 +249,7 @@ void Solver::Step(int iters) {
         net_->Backward();
       }
       loss /= iter_size;
-      if (!std::isfinite(loss) || !AllFinite(ctx_, net_->param_diff(), net_->param_count())) StopDiverged(iter_, loss);
+      if (!std::isfinite(loss) || !AllFinite(net_->param_diff(), net_->param_count())) StopDiverged(iter_, loss);
       UpdateSmoothedLoss(loss, start_iter);
     }
     if (display) {
@@ -348,28 +348,17 @@ void Solver::StopDiverged(int iteration, float loss) {
        param_.clip_gradients() < 0 ? " or set clip_gradients" : "");
 }
 
+// CPU nets; on a GPU the GpuStepper's fused kernel does all of this.
 void Solver::ApplyUpdate() {
   const float rate = LearningRate(param_, iter_);
   if (param_.display() && iter_ % param_.display() == 0)
     LOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
-  FlatParams flat{net_->param_data(), net_->param_diff(), net_->param_count(), {}};
-  int64_t offset = 0;
-  const auto& learnable = net_->learnable_params();
-  for (size_t k = 0; k < learnable.size(); ++k) {
-    flat.segments.push_back({offset, learnable[k]->count(), net_->params_lr()[k], net_->params_weight_decay()[k]});
-    offset += learnable[k]->count();
-  }
+  FlatParams flat = FlatParamsOf(*net_);
   const int iter_size = std::max(param_.iter_size(), 1);
-  if (iter_size > 1) {
-    if (ctx_.device() == Device::kGPU) {
-      gpu_scale(ctx_, flat.count, 1.0f / iter_size, flat.diff);
-    } else {
-      cpu_scale(flat.count, 1.0f / iter_size, flat.diff);
-    }
-  }
-  if (param_.clip_gradients() >= 0) ClipGradients(ctx_, flat, param_.clip_gradients());
-  Regularize(ctx_, flat, param_);
-  rule_->ApplyOn(ctx_, flat, history_, rate, iter_);
+  if (iter_size > 1) cpu_scale(flat.count, 1.0f / iter_size, flat.diff);
+  if (param_.clip_gradients() >= 0) ClipGradients(flat, param_.clip_gradients());
+  Regularize(flat, param_);
+  rule_->Apply(flat, history_, rate, iter_);
 }
 
 void Solver::TestAll() {

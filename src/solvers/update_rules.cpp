@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cortado/error.hpp"          // Fail, CORTADO_REQUIRE
+#include "cortado/net.hpp"            // FlatParamsOf
 #include "cortado/update_rules.hpp"   // UpdateRule, FlatParams
 
 namespace cortado {
@@ -221,6 +222,17 @@ std::string RuleName(const SolverParameter& p) {
 }
 
 }  // namespace
+
+FlatParams FlatParamsOf(Net& net) {
+  FlatParams flat{net.param_data(), net.param_diff(), net.param_count(), {}};
+  int64_t offset = 0;
+  const auto& learnable = net.learnable_params();
+  for (size_t k = 0; k < learnable.size(); ++k) {
+    flat.segments.push_back({offset, learnable[k]->count(), net.params_lr()[k], net.params_weight_decay()[k]});
+    offset += learnable[k]->count();
+  }
+  return flat;
+}
 
 void UpdateRule::ApplyOn(Context& ctx, FlatParams& params, const std::vector<float*>& history, float rate,
                          int iter) {

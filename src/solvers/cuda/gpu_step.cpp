@@ -98,13 +98,7 @@ void GpuStepper::RequestMemory(MemoryPlan& plan) {
 void GpuStepper::Bind(const std::vector<float*>& history) {
   CHECK(state_ != nullptr) << "GpuStepper::Bind before the arena";
   history_ = history;
-  flat_ = FlatParams{net_.param_data(), net_.param_diff(), net_.param_count(), {}};
-  int64_t offset = 0;
-  const auto& learnable = net_.learnable_params();
-  for (size_t k = 0; k < learnable.size(); ++k) {
-    flat_.segments.push_back({offset, learnable[k]->count(), net_.params_lr()[k], net_.params_weight_decay()[k]});
-    offset += learnable[k]->count();
-  }
+  flat_ = FlatParamsOf(net_);
   step_stats::Reset(ctx_, state_);
 }
 
