@@ -7,6 +7,7 @@
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
 #include "cortado/net.hpp"
+#include "sequence_task.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {
@@ -229,40 +230,9 @@ TEST(RNN, ParameterErrorsNameTheLayer) {
 
 // Each output should repeat the stream's previous input (0 at t = 0): only the recurrence can do that.
 TEST(RNN, TinyNetLearnsToRepeatThePreviousInput) {
-  const char* text = R"(
-name: "delay"
-layer { name: "in" type: "Input" top: "x" top: "cont" top: "target"
-        input_param { shape { dim: 6 dim: 4 dim: 1 } shape { dim: 6 dim: 4 } shape { dim: 6 dim: 4 dim: 3 } } }
-layer { name: "rnn" type: "RNN" bottom: "x" bottom: "cont" top: "o"
-        recurrent_param { num_output: 3 weight_filler { type: "uniform" min: -0.3 max: 0.3 } } }
-layer { name: "loss" type: "EuclideanLoss" bottom: "o" bottom: "target" top: "loss" }
-)";
-  NetParameter param;
-  ReadProtoFromTextString(text, &param, "delay.prototxt");
-  param.mutable_state()->set_phase(TRAIN);
-  Context ctx(Device::kCPU, 5);
-  Net net(param, ctx, "delay.prototxt");
-  net.AllocateOwnArena();
-  std::mt19937 rng(3);
-  float* x = net.blob_by_name("x")->data();
-  float* cont = net.blob_by_name("cont")->data();
-  float* target = net.blob_by_name("target")->data();
-  for (int t = 0; t < 6; ++t)
-    for (int n = 0; n < 4; ++n) {
-      x[t * 4 + n] = (rng() % 2) ? 0.5f : -0.5f;
-      cont[t * 4 + n] = t > 0;
-      for (int j = 0; j < 3; ++j) target[(t * 4 + n) * 3 + j] = t > 0 ? x[(t - 1) * 4 + n] : 0.0f;
-    }
-  float first = 0, last = 0;
-  for (int iter = 0; iter < 400; ++iter) {
-    const float loss = net.Forward();
-    if (iter == 0) first = loss;
-    last = loss;
-    net.ClearParamDiffs();
-    net.Backward();
-    for (int64_t i = 0; i < net.param_count(); ++i) net.param_data()[i] -= 0.5f * net.param_diff()[i];
-  }
-  EXPECT_LT(last, 0.1f * first) << "first loss " << first << ", last " << last;
+  const SequenceTaskLosses losses = TrainSequenceTask(
+      "RNN", 400, 0.5f, [](int t, int n, const float* x) { return t > 0 ? x[(t - 1) * 4 + n] : 0.0f; });
+  EXPECT_LT(losses.last, 0.1f * losses.first) << "first loss " << losses.first << ", last " << losses.last;
 }
 
 }  // namespace cortado::test
