@@ -75,6 +75,7 @@ class GpuStepper {
   FlatParams flat_;
   std::vector<float*> history_;
   int iter_size_ = 1;
+  bool l1_ = false;  // regularization_type L1
   int average_ = 1;
   int first_graph_layer_ = 0;  // layers before it (the data layers) run eagerly every pass
   bool graphs_enabled_ = false;

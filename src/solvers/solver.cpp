@@ -286,8 +286,6 @@ void Solver::Step(int iters) {
       ApplyUpdate();
     }
     ++iter_;
-    const bool snapshot = (param_.snapshot() && iter_ % param_.snapshot() == 0) || snapshot_requested_;
-    if (stepper_ && snapshot) CheckGpuDivergence();  // a snapshot holds no diverged weights
     if (param_.snapshot() && iter_ % param_.snapshot() == 0) Snapshot();
     if (snapshot_requested_) {
       snapshot_requested_ = 0;
@@ -409,6 +407,7 @@ std::string Solver::SnapshotFilename(const std::string& extension) const {
 }
 
 std::string Solver::Snapshot() {
+  if (stepper_) CheckGpuDivergence();  // a snapshot never holds diverged weights
   // Caffe's two formats: binary protos, or the same messages in its HDF5 layout (hdf5.hpp).
   const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
   const char* format = hdf5 ? "HDF5 file " : "binary proto file ";

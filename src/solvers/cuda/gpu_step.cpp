@@ -56,7 +56,7 @@ GpuStepper::GpuStepper(Context& ctx, Net& net, const SolverParameter& param, Upd
   CHECK(ctx.device() == Device::kGPU) << "GpuStepper on a CPU context";
   iter_size_ = std::max(param.iter_size(), 1);
   average_ = std::max(param.average_loss(), 1);
-  IsL1Regularization(param);  // an unknown regularization_type fails now, not in the first step
+  l1_ = IsL1Regularization(param);  // an unknown regularization_type fails now, not in the first step
   StepInputs& inputs = StepInputsOf(ctx_);
   rate_slot_ = inputs.Reserve();
   correction_slot_ = inputs.Reserve();
@@ -120,7 +120,7 @@ void GpuStepper::QueueUpdateBody() {
   fused.clip_scale = clip >= 0 ? state_ + step_stats::kClipScale : nullptr;
   fused.grad_scale = grad_scale;
   fused.weight_decay = param_.weight_decay();
-  fused.l1 = IsL1Regularization(param_);
+  fused.l1 = l1_;
   gpu_update_fused(ctx_, rule_.constants(0), flat_, history_, fused);
 }
 
