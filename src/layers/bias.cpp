@@ -15,6 +15,7 @@
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "axis_operand.hpp"
 
 namespace cortado {
 
@@ -30,28 +31,13 @@ class BiasLayer : public Layer {
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     if (bottom.size() > 1) return;
     const BiasParameter& p = param_.bias_param();
-    const Blob& x = *bottom[0];
-    const int axis = x.CanonicalAxisIndex(p.axis());
-    const int num_axes = p.num_axes();
-    CORTADO_REQUIRE(num_axes >= -1, Describe(), ": num_axes must be -1 (all axes) or at least 0, got ", num_axes);
-    CORTADO_REQUIRE(num_axes == -1 || axis + num_axes <= x.num_axes(), Describe(), ": axis ", axis,
-                    " and num_axes ", num_axes, " reach past the bottom's axes ", x.shape_string());
-    const int end = num_axes == -1 ? x.num_axes() : axis + num_axes;
-    blobs_.push_back(std::make_shared<Blob>(std::vector<int>(x.shape().begin() + axis, x.shape().begin() + end)));
+    blobs_.push_back(std::make_shared<Blob>(LearnedOperandShape(Describe(), *bottom[0], p.axis(), p.num_axes())));
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
-    const Blob& x = *bottom[0];
-    const Blob& bias = Bias(bottom);
-    const int axis = bias.num_axes() == 0 ? 0 : x.CanonicalAxisIndex(param_.bias_param().axis());
-    bool fits = axis + bias.num_axes() <= x.num_axes();
-    for (int i = 0; fits && i < bias.num_axes(); ++i) fits = x.shape(axis + i) == bias.shape(i);
-    CORTADO_REQUIRE(fits, Describe(), ": the bias ", bias.shape_string(), " does not match the bottom ",
-                    x.shape_string(), " from axis ", axis);
-    outer_ = x.count(0, axis);
-    dim_ = bias.count();
-    inner_ = x.count(axis + bias.num_axes());
-    if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
+    const OperandSpan span = SpanOfOperand(Describe(), "the bias", *bottom[0], Bias(bottom), param_.bias_param().axis());
+    outer_ = span.outer, dim_ = span.dim, inner_ = span.inner;
+    if (top[0] != bottom[0]) top[0]->ReshapeLike(*bottom[0]);
   }
 
   void InitParams() override {

@@ -18,6 +18,7 @@
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "axis_operand.hpp"
 
 namespace cortado {
 
@@ -35,14 +36,7 @@ class ScaleLayer : public Layer {
     std::vector<int> shape;
     scale_blob_ = bottom.size() == 1;
     if (scale_blob_) {
-      const Blob& x = *bottom[0];
-      const int axis = x.CanonicalAxisIndex(p.axis());
-      const int num_axes = p.num_axes();
-      CORTADO_REQUIRE(num_axes >= -1, Describe(), ": num_axes must be -1 (all axes) or at least 0, got ", num_axes);
-      CORTADO_REQUIRE(num_axes == -1 || axis + num_axes <= x.num_axes(), Describe(), ": axis ", axis,
-                      " and num_axes ", num_axes, " reach past the bottom's axes ", x.shape_string());
-      const int end = num_axes == -1 ? x.num_axes() : axis + num_axes;
-      shape.assign(x.shape().begin() + axis, x.shape().begin() + end);
+      shape = LearnedOperandShape(Describe(), *bottom[0], p.axis(), p.num_axes());
       blobs_.push_back(std::make_shared<Blob>(shape));
     } else {
       shape = bottom[1]->shape();
@@ -57,14 +51,8 @@ class ScaleLayer : public Layer {
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     const Blob& x = *bottom[0];
     const Blob& scale = bottom.size() > 1 ? *bottom[1] : *blobs_[0];
-    const int axis = scale.num_axes() == 0 ? 0 : x.CanonicalAxisIndex(param_.scale_param().axis());
-    bool fits = axis + scale.num_axes() <= x.num_axes();
-    for (int i = 0; fits && i < scale.num_axes(); ++i) fits = x.shape(axis + i) == scale.shape(i);
-    CORTADO_REQUIRE(fits, Describe(), ": the scale ", scale.shape_string(), " does not match the bottom ",
-                    x.shape_string(), " from axis ", axis);
-    outer_ = x.count(0, axis);
-    dim_ = scale.count();
-    inner_ = x.count(axis + scale.num_axes());
+    const OperandSpan span = SpanOfOperand(Describe(), "the scale", x, scale, param_.scale_param().axis());
+    outer_ = span.outer, dim_ = span.dim, inner_ = span.inner;
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
     if (x_copy_) x_copy_->ReshapeLike(x);
   }
