@@ -198,8 +198,9 @@ void FillTrainedLikeWeights(Net& net, uint32_t seed) {
 
 LayerFixture::LayerFixture(const std::string& layer_text,
                            const std::vector<std::vector<int>>& bottom_shapes, int num_tops,
-                           uint32_t seed, Device device)
+                           uint32_t seed, Device device, const GpuSettings& gpu_settings)
     : ctx_(device, seed) {
+  if (device == Device::kGPU) ctx_.SetGpuSettings(gpu_settings);
   LayerParameter param = ParseLayer(layer_text);
   if (!param.has_name()) param.set_name("under_test");
   for (const auto& shape : bottom_shapes) {

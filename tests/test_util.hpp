@@ -68,12 +68,22 @@ void FillTrainedLikeWeights(Net& net, uint32_t seed);
 
 // One layer with its bottoms and tops, set up and bound in a single arena. The layer's learnable
 // blobs are filled by InitParams().
+// GPU settings without TF32: results within float rounding of the CPU's.
+inline GpuSettings StrictFp32() {
+  GpuSettings settings;
+  settings.strict_fp32 = true;
+  return settings;
+}
+
 class LayerFixture {
  public:
   // device kGPU builds the layer on GPU 0 (its blobs in a GPU arena); bottoms are then filled and read
   // through Blob::WriteData / ReadData.
+  // GPU fixtures compute in strict FP32 unless `gpu_settings` allows TF32 (then compare with
+  // ExpectGpuClose, which scales the tolerance).
   LayerFixture(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
-               int num_tops = 1, uint32_t seed = 1701, Device device = Device::kCPU);
+               int num_tops = 1, uint32_t seed = 1701, Device device = Device::kCPU,
+               const GpuSettings& gpu_settings = StrictFp32());
 
   Layer& layer() { return *layer_; }
   Context& ctx() { return ctx_; }

@@ -41,6 +41,12 @@ DEFINE_string(gpu, "", "The GPU to run on (train, test, time), overriding the so
               "Without a GPU, runs on the CPU. device_query: the GPUs to describe (default 0)");
 DEFINE_bool(cuda_graph, true, "GPU training: capture each step as CUDA graphs after a warm-up iteration and "
             "replay them (false: queue every step layer by layer)");
+DEFINE_bool(strict_fp32, false, "GPU: strict FP32, no TF32 tensor cores (as the solver field strict_fp32; by "
+            "default convolutions and inner products use TF32 on GPUs of compute capability 8.0 and newer)");
+DEFINE_bool(deterministic, false, "GPU: cuDNN algorithms that give the same bits every run, where one fits (as the "
+            "solver field deterministic)");
+DEFINE_int32(cudnn_workspace_limit_mb, -1, "GPU: the most workspace one cuDNN convolution may use, in MiB (as the "
+             "solver field cudnn_workspace_limit_mb, default 1024)");
 DEFINE_string(sigint_effect, "stop", "On SIGINT or SIGTERM during training: stop (snapshot and exit), snapshot, or none");
 DEFINE_string(sighup_effect, "snapshot", "On SIGHUP during training: snapshot, stop, or none");
 
@@ -109,6 +115,27 @@ std::vector<float> HostValues(cortado::Context& ctx, const cortado::Blob& blob) 
     return blob.ReadData();
   }
   return std::vector<float>(blob.data(), blob.data() + blob.count());
+}
+
+// The GPU settings: the solver's fields (train) or the defaults (test, time), with the flags that
+// were given on top.
+void ApplyGpuFlags(cortado::SolverParameter* param) {
+  if (FLAGS_strict_fp32) param->set_strict_fp32(true);
+  if (FLAGS_deterministic) param->set_deterministic(true);
+  if (FLAGS_cudnn_workspace_limit_mb >= 0) param->set_cudnn_workspace_limit_mb(FLAGS_cudnn_workspace_limit_mb);
+}
+
+// test and time: a context for --gpu's device (or the CPU), with the GPU flags applied.
+std::unique_ptr<cortado::Context> ContextFromFlags() {
+  const auto [device, gpu] = DeviceFromFlag();
+  auto ctx = std::make_unique<cortado::Context>(device, -1, gpu);
+  if (device == cortado::Device::kGPU) {
+    cortado::SolverParameter defaults;
+    ApplyGpuFlags(&defaults);
+    ctx->SetGpuSettings(cortado::GpuSettingsOf(defaults, "the command line"));
+    cortado::LogGpuSettings(*ctx);
+  }
+  return ctx;
 }
 
 cortado::NetState StateFromFlags(cortado::Phase phase) {
@@ -201,6 +228,7 @@ int Train() {
     param.set_solver_mode(cortado::SolverParameter::GPU);
     param.set_device_id(gpu);
   }
+  ApplyGpuFlags(&param);
   cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph);
   for (const auto& w : weights) {
     LOG(INFO) << "Finetuning from " << w;
@@ -219,8 +247,8 @@ int Test() {
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(cortado::TEST);
-  const auto [device, gpu] = DeviceFromFlag();
-  cortado::Context ctx(device, -1, gpu);
+  const std::unique_ptr<cortado::Context> context = ContextFromFlags();
+  cortado::Context& ctx = *context;
   cortado::Net net(param, ctx, FLAGS_model);
   net.AllocateOwnArena();
   for (const auto& w : SplitCommas(FLAGS_weights)) net.CopyTrainedLayersFrom(w);
@@ -263,8 +291,8 @@ int Time() {
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(phase);
-  const auto [device, gpu] = DeviceFromFlag();
-  cortado::Context ctx(device, -1, gpu);
+  const std::unique_ptr<cortado::Context> context = ContextFromFlags();
+  cortado::Context& ctx = *context;
   cortado::Net net(param, ctx, FLAGS_model);
   net.AllocateOwnArena();
   const bool backward = phase == cortado::TRAIN;
@@ -333,12 +361,14 @@ int DeviceQuery() {
   const int count = cortado::GpuCount();
   if (!cortado::BuiltWithCuda()) Fail("this build of Cortado has no GPU support (rebuild with CUDA)");
   CORTADO_REQUIRE(count > 0, "no GPU found");
-  LOG(INFO) << "GPUs found: " << count;
   std::vector<int> ids = GpuIdsFromFlag();
   if (ids.empty()) ids.push_back(0);
-  for (int id : ids) {
+  // Every id is checked before anything is logged: a bad one is the only line on stderr.
+  for (int id : ids)
     CORTADO_REQUIRE(id < count, "--gpu: GPU ", id, " does not exist (this machine has ", count, " GPU",
                     count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
+  LOG(INFO) << "GPUs found: " << count;
+  for (int id : ids) {
     LOG(INFO) << "Querying GPUs " << id;
     std::istringstream lines(cortado::GpuProperties(id));
     for (std::string line; std::getline(lines, line);) LOG(INFO) << line;

@@ -14,6 +14,14 @@ enum class Device { kCPU, kGPU };
 
 struct GpuResources;  // streams and cuBLAS/cuDNN handles (cortado/cuda/resources.hpp)
 
+// How a GPU context computes; the solver fields strict_fp32, deterministic and
+// cudnn_workspace_limit_mb (and the trainer flags of the same names) set them.
+struct GpuSettings {
+  bool strict_fp32 = false;    // no TF32 tensor cores, even where the GPU has them
+  bool deterministic = false;  // cuDNN algorithms that give the same bits every run, where one fits
+  size_t cudnn_workspace_limit = size_t{1} << 30;  // bytes one convolution's algorithms may use
+};
+
 const char* DeviceName(Device device);
 
 class Context {
@@ -31,6 +39,14 @@ class Context {
   // Waits for the GPU's queued work (nothing on the CPU).
   void Synchronize();
 
+  // Set before the nets are built (cuDNN chooses its algorithms when layers are shaped); applies
+  // cuBLAS's math mode at once.
+  void SetGpuSettings(const GpuSettings& settings);
+  const GpuSettings& gpu_settings() const { return gpu_settings_; }
+  // Whether convolutions and inner products use TF32 tensor cores: a GPU of compute capability 8.0
+  // or newer, without strict_fp32.
+  bool tf32() const;
+
   std::mt19937& rng() { return rng_; }
   void Reseed(int64_t seed);
   // The generator's full state as text, so a resumed run draws the same numbers.
@@ -45,6 +61,7 @@ class Context {
   Device device_;
   int gpu_id_ = 0;
   std::shared_ptr<GpuResources> gpu_;
+  GpuSettings gpu_settings_;
   std::mt19937 rng_;
 };
 

@@ -37,6 +37,10 @@ struct GpuResources;
 std::shared_ptr<GpuResources> CreateGpuResources(int device_id);
 // Waits until everything queued on the resources' streams has finished; reports a failed kernel.
 void GpuSynchronize(GpuResources& resources);
+// Whether the device has TF32 tensor cores (compute capability 8.0 or newer, and NVIDIA_TF32_OVERRIDE
+// is not 0); lets cuBLAS use them for single-precision products, or forbids it.
+bool GpuHasTf32(const GpuResources& resources);
+void GpuSetTf32(GpuResources& resources, bool tf32);
 
 // Host memory for buffers the GPU copies from (data batches): page-locked when a GPU is present, so
 // copies run asynchronously at full speed; ordinary memory otherwise. Free it with HostFree and the

@@ -14,12 +14,15 @@
 // With graphs on, the second iteration captures pass and update once each (stream capture) and every
 // later iteration replays them: a handful of host calls per step whatever the depth of the net. Graphs
 // need every layer after the data layers, and every layer with a backward pass, to be capturable
-// (Layer::IsCapturable); otherwise the log names the layer that is not and the step runs eagerly.
+// (Layer::IsCapturable), and no layer to change the shapes of its tops in forward (a Filter); otherwise
+// the log names the layer and the step runs eagerly. A capture that fails turns graphs off (logged).
 //
 // The host reads the device only when asked (SmoothedLoss, FirstNonFiniteIteration, GradientNorm):
-// on display, test and snapshot iterations.
+// on display, test and snapshot iterations; and every kNonFinitePollInterval iterations it queues a
+// copy of the non-finite flag that it reads, once landed, without waiting (PolledNonFiniteIteration).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,6 +60,10 @@ class GpuStepper {
   float SmoothedLoss();
   float GradientNorm();
   int FirstNonFiniteIteration();
+  // Without waiting: the first non-finite iteration as of the last poll that landed (RunUpdate polls
+  // every kNonFinitePollInterval iterations), or −1.
+  int PolledNonFiniteIteration() const;
+  static constexpr int kNonFinitePollInterval = 20;
 
   float last_rate() const { return last_rate_; }  // the rate RunPasses computed (and logged, if multistep)
   bool using_graphs() const { return graphs_enabled_; }
@@ -64,6 +71,9 @@ class GpuStepper {
 
  private:
   struct Graphs;
+  struct Poll;
+  void RunCaptured(void** graph, const std::function<void()>& body);
+  void PollNonFinite(int iter);
   void QueuePassBody();    // forward of the capturable layers, then backward
   void QueueUpdateBody();  // statistics, then the fused update
   void DecideGraphs(bool requested);
@@ -85,6 +95,8 @@ class GpuStepper {
   int rate_slot_ = -1, correction_slot_ = -1, iter_slot_ = -1;
   float* state_ = nullptr;  // device: see gpu_step.cpp
   std::unique_ptr<Graphs> graphs_;
+  std::unique_ptr<Poll> poll_;
+  int diverged_at_ = -1;
 };
 
 }  // namespace cortado

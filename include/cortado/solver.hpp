@@ -93,6 +93,11 @@ class Solver {
 
 // Reads a solver prototxt (errors name file:line:column).
 SolverParameter ReadSolverParameter(const std::string& path);
+// The GPU settings a solver's fields ask for (strict_fp32, deterministic, cudnn_workspace_limit_mb);
+// an out-of-range limit is an Error naming `source`.
+GpuSettings GpuSettingsOf(const SolverParameter& param, const std::string& source);
+// One log line: TF32 or strict FP32, which cuDNN algorithms, the workspace limit.
+void LogGpuSettings(const Context& ctx);
 
 // Device time between points of a GPU context's compute stream (trainer time --gpu): Mark(i) records
 // CUDA event i on the stream, so a span measures the GPU's work, not the host's launches. After

@@ -14,7 +14,10 @@ namespace cortado {
 const char* DeviceName(Device device) { return device == Device::kGPU ? "GPU" : "CPU"; }
 
 Context::Context(Device device, int64_t seed, int gpu_id) : device_(device), gpu_id_(gpu_id) {
-  if (device_ == Device::kGPU) gpu_ = CreateGpuResources(gpu_id);
+  if (device_ == Device::kGPU) {
+    gpu_ = CreateGpuResources(gpu_id);
+    SetGpuSettings(gpu_settings_);
+  }
   Reseed(seed);
 }
 
@@ -23,6 +26,13 @@ Context::~Context() = default;
 void Context::Synchronize() {
   if (gpu_) GpuSynchronize(*gpu_);
 }
+
+void Context::SetGpuSettings(const GpuSettings& settings) {
+  gpu_settings_ = settings;
+  if (gpu_) GpuSetTf32(*gpu_, tf32());
+}
+
+bool Context::tf32() const { return gpu_ != nullptr && !gpu_settings_.strict_fp32 && GpuHasTf32(*gpu_); }
 
 void Context::Reseed(int64_t seed) {
   if (seed < 0) seed = std::chrono::steady_clock::now().time_since_epoch().count();

@@ -19,8 +19,8 @@
 // column buffer when columns are not kept) and its own weight-gradient partial, summed at the end.
 //
 // GPU (kernels/dense.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
-// (cudnn/convolution_cudnn.cpp: algorithms picked when the layer is shaped, their workspace a scratch
-// buffer of at most kCudnnWorkspaceBytes). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
+// (cudnn/convolution_cudnn.cpp: algorithms picked when the layer is shaped, their workspace a
+// buffer of at most the context's cudnn_workspace_limit, shared by all layers). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
 // by image: im2col into one image's columns (cuda/convolution.cu), one gpu_gemm per group straight
 // into the top, the bias added over the whole batch; backward the same way, col2im for the data
 // gradient.
@@ -50,9 +50,6 @@ constexpr int64_t kChunkFloats = (int64_t{1} << 20) / sizeof(float);
 // Forward keeps every chunk's columns for backward when the batch's columns fit in 64 MiB;
 // otherwise backward unrolls each chunk again.
 constexpr int64_t kKeepFloats = (int64_t{64} << 20) / sizeof(float);
-// The most workspace one layer's cuDNN algorithms may use (cuDNN ranks faster algorithms that need
-// more below this limit).
-constexpr size_t kCudnnWorkspaceBytes = size_t{64} << 20;
 
 // Σ x[0..n), with eight partial sums so the loop vectorises and is not bound by add latency.
 float Sum(const float* x, int64_t n) {
@@ -292,9 +289,8 @@ class ConvolutionLayer : public Layer {
     dw_partial_->Reshape(std::vector<int>{0});
     if (cudnn_) {
       // Once bound, the workspace cannot grow: the algorithms must fit in what it has.
-      const size_t limit = workspace_->data() == nullptr
-                               ? kCudnnWorkspaceBytes
-                               : std::min(kCudnnWorkspaceBytes, WorkspaceCapacityBytes());
+      const size_t most = ctx_.gpu_settings().cudnn_workspace_limit;
+      const size_t limit = workspace_->data() == nullptr ? most : std::min(most, WorkspaceCapacityBytes());
       const size_t bytes = CudnnConvolutionReshape(ctx_, *cudnn_, num_, num_output_, group_, geom_, limit, Describe());
       workspace_->Reshape(std::vector<int>{static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float))});
       col_->Reshape(std::vector<int>{0});

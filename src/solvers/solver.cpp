@@ -66,6 +66,26 @@ void SetState(NetParameter* net, Phase phase, const NetState* extra) {
 
 }  // namespace
 
+GpuSettings GpuSettingsOf(const SolverParameter& param, const std::string& source) {
+  const int limit_mb = param.cudnn_workspace_limit_mb();
+  CORTADO_REQUIRE(limit_mb >= 0 && limit_mb <= 8191, source, ": cudnn_workspace_limit_mb must be between 0 and ",
+                  "8191, not ", limit_mb);
+  GpuSettings settings;
+  settings.strict_fp32 = param.strict_fp32();
+  settings.deterministic = param.deterministic();
+  settings.cudnn_workspace_limit = static_cast<size_t>(limit_mb) << 20;
+  return settings;
+}
+
+void LogGpuSettings(const Context& ctx) {
+  const GpuSettings& s = ctx.gpu_settings();
+  LOG(INFO) << "GPU math: "
+            << (ctx.tf32() ? "TF32 tensor cores for convolutions and inner products (strict_fp32 turns them off)"
+                           : s.strict_fp32 ? "strict FP32 (strict_fp32)" : "FP32 (this GPU has no TF32 tensor cores)")
+            << "; cuDNN algorithms " << (s.deterministic ? "deterministic where one fits" : "the fastest")
+            << ", workspace up to " << (s.cudnn_workspace_limit >> 20) << " MiB per convolution";
+}
+
 SolverParameter ReadSolverParameter(const std::string& path) {
   SolverParameter param;
   ReadProtoFromTextFile(path, &param);
@@ -78,6 +98,10 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path, boo
       ctx_(ChooseDevice(param), param.random_seed(), param.device_id()) {
   rule_ = UpdateRule::Create(param_);
   LearningRate(param_, 0);  // validates the policy and its fields before any work
+  if (ctx_.device() == Device::kGPU) {
+    ctx_.SetGpuSettings(GpuSettingsOf(param_, solver_path_));
+    LogGpuSettings(ctx_);
+  }
   InitTrainNet();
   InitTestNets();
   // One arena: train net, test nets, history.
@@ -237,7 +261,7 @@ void Solver::Step(int iters) {
     if (stepper_) {  // queued without waiting; the host reads the device only to display
       stepper_->RunPasses(iter_);
       stepper_->RunUpdate(iter_);
-      if (display) {
+      if (display || stepper_->PolledNonFiniteIteration() >= 0) {  // the poll: divergence without a display
         CheckGpuDivergence();
         smoothed_loss_ = stepper_->SmoothedLoss();
       }

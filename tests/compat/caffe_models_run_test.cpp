@@ -4,8 +4,8 @@
 // 1×28×28, siamese pairs 2×28×28, CIFAR 3×32×32, ImageNet 3×256×256) with mean files of the matching
 // size; deploy nets start from their Input layer or legacy input_dim. The batch is cut to 2 so that
 // ResNet-101 runs in seconds on a laptop CPU — every layer and shape past the batch axis is Caffe's.
-// On the GPU, each TEST-phase net (no dropout, batch norm on stored statistics, centre crops) also
-// gives the CPU's outputs with the CPU's weights.
+// On the GPU, each net in its TEST phase (no dropout, batch norm on stored statistics, centre crops),
+// fresh on both devices, also gives the CPU's outputs with the CPU's weights.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -145,6 +145,9 @@ TEST_P(CaffeModelRuns, BuildsAndRunsForwardBackwardOnTheCpu) {
   }
 }
 
+// The comparison uses fresh nets (the nets that ran above have read records past the first batch) in
+// the TEST phase (deploy nets too: their Dropout would draw different masks on the two devices), once
+// in strict FP32 (element by element) and once with TF32 where the GPU has it (in norm).
 TEST_P(CaffeModelRuns, RunsOnTheGpuAndTestNetsMatchTheCpu) {
   SKIP_WITHOUT_GPU();
   const std::string dir = TempDir();
@@ -157,19 +160,28 @@ TEST_P(CaffeModelRuns, RunsOnTheGpuAndTestNetsMatchTheCpu) {
     gpu.AllocateOwnArena();
     FillTrainedLikeWeights(gpu, 7);
     ForwardBackward(gpu, phase == TRAIN && !IsDeploy(param));
-    if (phase == TRAIN && !IsDeploy(param)) continue;  // dropout and random crops draw differently
-    Context cpu_ctx(Device::kCPU, 1);
-    Net cpu(param, cpu_ctx, GetParam());
-    cpu.AllocateOwnArena();
-    FillTrainedLikeWeights(cpu, 7);
+  }
+  const NetParameter param = LoadNet(GetParam(), dir + "/compare", TEST);
+  Context cpu_ctx(Device::kCPU, 1);
+  Net cpu(param, cpu_ctx, GetParam());
+  cpu.AllocateOwnArena();
+  FillTrainedLikeWeights(cpu, 7);
+  cpu.Forward();
+  for (const bool strict : {true, false}) {
+    SCOPED_TRACE(strict ? "strict FP32" : "TF32 where the GPU has it");
+    Context gpu_ctx(Device::kGPU, 1);
+    GpuSettings settings;
+    settings.strict_fp32 = strict;
+    gpu_ctx.SetGpuSettings(settings);
+    Net gpu(param, gpu_ctx, GetParam());
+    gpu.AllocateOwnArena();
+    FillTrainedLikeWeights(gpu, 7);
     gpu.Forward();
-    cpu.Forward();
-    for (size_t o = 0; o < cpu.output_blobs().size(); ++o) {
-      const std::vector<float> want = cpu.output_blobs()[o]->ReadData(), got = gpu.output_blobs()[o]->ReadData();
-      ASSERT_EQ(want.size(), got.size());
-      for (size_t k = 0; k < want.size(); ++k)
-        EXPECT_NEAR(got[k], want[k], 1e-3f * std::max(1.0f, std::fabs(want[k]))) << "output " << o << " [" << k << "]";
-    }
+    gpu_ctx.Synchronize();
+    ASSERT_EQ(gpu.output_blobs().size(), cpu.output_blobs().size());
+    for (size_t o = 0; o < cpu.output_blobs().size(); ++o)
+      ExpectGpuClose(gpu_ctx, gpu.output_blobs()[o]->ReadData(), cpu.output_blobs()[o]->ReadData(), 1e-3f,
+                     "output " + std::to_string(o), /*tf32_relative=*/3e-2f);
   }
 }
 

@@ -78,6 +78,11 @@ TEST(DenseGpu, InnerProductMatchesTheCpu) {
   ExpectGpuMatchesCpu(ip + "bias_term: false }", {{4, 3, 5}});
   ExpectGpuMatchesCpu(ip + "axis: -1 transpose: true bias_term: false }", {{2, 3, 7}});
   ExpectGpuMatchesCpu(ip + "}", {{1, 17}});  // a single row
+  GpuCompareOptions tf32;  // cuBLAS in TF32 (where the GPU has it), compared in norm
+  tf32.tf32 = true;
+  ExpectGpuMatchesCpu(ip + "}", {{4, 3, 5}}, 1, tf32);
+  ExpectGpuMatchesCpu("type: 'InnerProduct' inner_product_param { num_output: 96" + kFillers + "}", {{64, 300}}, 1,
+                      tf32);
 }
 
 TEST(DenseGpu, InnerProductAccumulatesParameterGradients) {
@@ -205,10 +210,11 @@ TEST(DenseGpu, PoolingMatchesTheCpuBitForBitInForward) {
 
 namespace {
 
-// The same shapes through one engine.
-void ExpectConvolutionMatchesTheCpu(const std::string& engine, float tolerance) {
+// The same shapes through one engine (TF32 allowed: compared in norm, gpu_compare.hpp).
+void ExpectConvolutionMatchesTheCpu(const std::string& engine, float tolerance, bool tf32 = false) {
   const std::string conv = "type: 'Convolution' convolution_param { engine: " + engine + kFillers;
-  const GpuCompareOptions o = Tolerance(tolerance);
+  GpuCompareOptions o = Tolerance(tolerance);
+  o.tf32 = tf32;
   ExpectGpuMatchesCpu(conv + "num_output: 6 group: 2 kernel_size: 3 dilation: 2 stride: 2 pad: 1 }", {{2, 4, 7, 8}},
                       1, o);
   ExpectGpuMatchesCpu(conv + "num_output: 6 group: 2 kernel_size: 3 dilation: 2 stride: 2 pad: 1 bias_term: false }",
@@ -231,8 +237,9 @@ TEST(DenseGpu, ConvolutionIm2colEngineMatchesTheCpu) {
                              {2, 4, 5, 5});
 }
 
-// cuDNN runs with CUDNN_FMA_MATH (no TF32), so only the algorithms' own rounding (Winograd, FFT)
-// separates it from the CPU: 1e-3.
+// In strict FP32 cuDNN runs only CUDNN_FMA_MATH algorithms (cudnn_choice.hpp), so only the
+// algorithms' own rounding (Winograd, FFT) separates it from the CPU: 1e-3. With TF32 (the default on
+// sm_80+) the results are compared in norm; larger shapes make every pass a sum of many products.
 TEST(DenseGpu, ConvolutionCudnnEngineMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
   if (!BuiltWithCudnn()) {
@@ -245,6 +252,11 @@ TEST(DenseGpu, ConvolutionCudnnEngineMatchesTheCpu) {
   }
   ExpectConvolutionMatchesTheCpu("CUDNN", 1e-3f);
   ExpectConvolutionMatchesTheCpu("DEFAULT", 1e-3f);
+  ExpectConvolutionMatchesTheCpu("CUDNN", 1e-3f, /*tf32=*/true);
+  GpuCompareOptions tf32;
+  tf32.tf32 = true;
+  ExpectGpuMatchesCpu("type: 'Convolution' convolution_param { num_output: 64 kernel_size: 3 pad: 1" + kFillers + "}",
+                      {{8, 32, 14, 14}}, 1, tf32);
   ExpectParamDiffsAccumulate("type: 'Convolution' convolution_param { engine: CUDNN num_output: 4 group: 2 "
                              "kernel_size: 3 pad: 1" + kFillers + "}",
                              {2, 4, 5, 5});

@@ -20,10 +20,36 @@ void ExpectNear(const std::vector<float>& gpu, const std::vector<float>& cpu, fl
   }
 }
 
+void ExpectNearInNorm(const std::vector<float>& gpu, const std::vector<float>& cpu, float relative,
+                      const std::string& what) {
+  ASSERT_EQ(gpu.size(), cpu.size()) << what;
+  double error = 0, norm = 0;
+  for (size_t i = 0; i < cpu.size(); ++i) {
+    error += (static_cast<double>(gpu[i]) - cpu[i]) * (static_cast<double>(gpu[i]) - cpu[i]);
+    norm += static_cast<double>(cpu[i]) * cpu[i];
+  }
+  EXPECT_LE(std::sqrt(error), relative * std::sqrt(norm) + 1e-30) << what << ": ‖GPU − CPU‖ " << std::sqrt(error)
+                                                                    << ", ‖CPU‖ " << std::sqrt(norm);
+}
+
+void ExpectGpuClose(const Context& gpu_ctx, const std::vector<float>& gpu, const std::vector<float>& cpu,
+                    float fp32_tolerance, const std::string& what, float tf32_relative) {
+  if (gpu_ctx.tf32()) {
+    ExpectNearInNorm(gpu, cpu, tf32_relative, what + " (TF32)");
+  } else {
+    ExpectNear(gpu, cpu, fp32_tolerance, what);
+  }
+}
+
 void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
                          int num_tops, const GpuCompareOptions& options) {
   LayerFixture cpu(layer_text, bottom_shapes, num_tops, options.seed, Device::kCPU);
-  LayerFixture gpu(layer_text, bottom_shapes, num_tops, options.seed, Device::kGPU);
+  GpuSettings settings = StrictFp32();
+  settings.strict_fp32 = !options.tf32;
+  LayerFixture gpu(layer_text, bottom_shapes, num_tops, options.seed, Device::kGPU, settings);
+  const auto compare = [&](const std::vector<float>& got, const std::vector<float>& want, const std::string& what) {
+    ExpectGpuClose(gpu.ctx(), got, want, options.tolerance, what);
+  };
   ASSERT_EQ(gpu.layer().blobs().size(), cpu.layer().blobs().size());
   for (size_t p = 0; p < cpu.layer().blobs().size(); ++p)
     gpu.layer().blobs()[p]->WriteData(cpu.layer().blobs()[p]->ReadData());
@@ -47,9 +73,8 @@ void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::v
 
   const float cpu_loss = cpu.Forward();
   const float gpu_loss = gpu.Forward();
-  EXPECT_NEAR(gpu_loss, cpu_loss, options.tolerance * std::max(1.0f, std::fabs(cpu_loss))) << "loss";
-  for (int t = 0; t < num_tops; ++t)
-    ExpectNear(gpu.top(t).ReadData(), cpu.top(t).ReadData(), options.tolerance, "top " + std::to_string(t));
+  compare({gpu_loss}, {cpu_loss}, "loss");
+  for (int t = 0; t < num_tops; ++t) compare(gpu.top(t).ReadData(), cpu.top(t).ReadData(), "top " + std::to_string(t));
   if (!options.check_backward) return;
 
   for (int t = 0; t < num_tops; ++t) {
@@ -66,12 +91,12 @@ void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::v
     bool is_label = false;
     for (const auto& entry : options.label_bottoms) is_label |= entry.first == static_cast<int>(b);
     if (is_label || !cpu.bottom(static_cast<int>(b)).has_diff()) continue;
-    ExpectNear(gpu.bottom(static_cast<int>(b)).ReadDiff(), cpu.bottom(static_cast<int>(b)).ReadDiff(),
-               options.tolerance, "bottom diff " + std::to_string(b));
+    compare(gpu.bottom(static_cast<int>(b)).ReadDiff(), cpu.bottom(static_cast<int>(b)).ReadDiff(),
+            "bottom diff " + std::to_string(b));
   }
   for (size_t p = 0; p < cpu.layer().blobs().size(); ++p)
-    ExpectNear(gpu.layer().blobs()[p]->ReadDiff(), cpu.layer().blobs()[p]->ReadDiff(), options.tolerance,
-               "parameter diff " + std::to_string(p));
+    compare(gpu.layer().blobs()[p]->ReadDiff(), cpu.layer().blobs()[p]->ReadDiff(),
+            "parameter diff " + std::to_string(p));
 }
 
 }  // namespace cortado::test

@@ -26,6 +26,9 @@ struct GpuCompareOptions {
   std::vector<std::pair<int, int>> label_bottoms;
   bool check_backward = true;
   uint32_t seed = 1701;
+  // Let the GPU use TF32 tensor cores (where it has them); the comparison then scales its tolerance
+  // (ExpectGpuClose).
+  bool tf32 = false;
 };
 
 // Sets up `layer_text` on both devices over bottoms of `bottom_shapes`, copies the CPU layer's
@@ -39,5 +42,17 @@ void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::v
 // The same comparison for two values arrays, for tests that drive something other than one layer.
 void ExpectNear(const std::vector<float>& gpu, const std::vector<float>& cpu, float tolerance,
                 const std::string& what);
+
+// TF32 rounds the inputs of a product to a 10-bit mantissa (relative error up to 2^-11), so a sum of
+// K products carries an error that grows with K and is large next to results that happen to be near
+// zero: TF32 results are compared as a whole, ‖gpu − cpu‖₂ ≤ kTf32RelativeError · ‖cpu‖₂.
+constexpr float kTf32RelativeError = 5e-3f;
+void ExpectNearInNorm(const std::vector<float>& gpu, const std::vector<float>& cpu, float relative,
+                      const std::string& what);
+// The comparison the GPU context calls for: element by element within `fp32_tolerance` in strict
+// FP32, in norm within `tf32_relative` when the context uses TF32 (a deep net's outputs carry the
+// rounding of every layer: more than one layer's kTf32RelativeError).
+void ExpectGpuClose(const Context& gpu_ctx, const std::vector<float>& gpu, const std::vector<float>& cpu,
+                    float fp32_tolerance, const std::string& what, float tf32_relative = kTf32RelativeError);
 
 }  // namespace cortado::test

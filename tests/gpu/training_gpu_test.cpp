@@ -17,6 +17,10 @@
 #include "cortado/gpu_step.hpp"
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
+#include "cortado/kernels/dense.hpp"  // BuiltWithCudnn
+#include "cortado/layer_registry.hpp"
+#include "cortado/math_gpu.hpp"
+#include "cortado/memory.hpp"
 #include "cortado/solver.hpp"
 #include "gpu_compare.hpp"
 
@@ -64,6 +68,7 @@ SolverParameter TinySolver(const std::string& dir, const std::string& type, bool
   param.set_net(WriteTinyNet(dir));
   param.set_solver_mode(gpu ? SolverParameter::GPU : SolverParameter::CPU);
   param.set_snapshot_prefix(dir + "/" + name);
+  param.set_strict_fp32(true);  // the GPU's arithmetic within float rounding of the CPU's (TF32: its own test)
   return param;
 }
 
@@ -173,6 +178,53 @@ TEST_P(TrainingGpu, LossSequenceAndWeightsFollowTheCpus) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, TrainingGpu,
                          testing::Values("SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"));
 
+// With TF32 (the default on sm_80+) the run follows the CPU's within TF32's rounding, compared in norm.
+TEST(TrainingGpuTf32, LossAndWeightsFollowTheCpuWithinTf32Rounding) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  SolverParameter tf32 = TinySolver(dir, "SGD", true, "tf32");
+  tf32.set_strict_fp32(false);
+  Solver cpu(TinySolver(dir, "SGD", false, "cpu"));
+  Solver gpu(tf32);
+  for (int i = 0; i < 10; ++i) {
+    cpu.Step(1);
+    gpu.Step(1);
+    ExpectGpuClose(gpu.context(), {gpu.smoothed_loss()}, {cpu.smoothed_loss()}, 1e-4f,
+                   "loss at iteration " + std::to_string(i), 2e-2f);
+  }
+  ExpectGpuClose(gpu.context(), Weights(gpu), Weights(cpu), 1e-4f, "weights after 10 steps", 1e-2f);
+}
+
+// A device context uses TF32 exactly when the GPU has it and strict_fp32 is off, and cuBLAS follows:
+// 1 + 2^-14 rounds to 1 in TF32 (10-bit mantissa), so a product of 256 such values by ones sums to
+// 256 exactly in TF32 and to 256 + 2^-6 in FP32.
+TEST(TrainingGpuTf32, CublasRoundsToTf32OnlyWhenAllowed) {
+  SKIP_WITHOUT_GPU();
+  for (const bool strict : {true, false}) {
+    Context ctx(Device::kGPU, 1);
+    GpuSettings settings;
+    settings.strict_fp32 = strict;
+    ctx.SetGpuSettings(settings);
+    const int n = 256;
+    Blob a(std::vector<int>{n, n}), b(std::vector<int>{n, n}), c(std::vector<int>{n, n});
+    MemoryPlan plan(Device::kGPU);
+    for (Blob* blob : {&a, &b, &c}) plan.RequestBlob(blob, false);
+    auto arena = plan.Allocate();
+    a.WriteData(std::vector<float>(n * n, 1.0f + std::ldexp(1.0f, -14)));
+    b.WriteData(std::vector<float>(n * n, 1.0f));
+    gpu_gemm(ctx, Trans::kNo, Trans::kNo, n, n, n, 1.0f, a.data(), b.data(), 0.0f, c.data());
+    ctx.Synchronize();
+    const float got = c.ReadData()[0];
+    if (ctx.tf32()) {
+      EXPECT_EQ(got, 256.0f) << "TF32 allowed but cuBLAS kept FP32";
+    } else {
+      EXPECT_EQ(got, 256.0f + std::ldexp(1.0f, -6)) << (strict ? "strict_fp32" : "no TF32 on this GPU");
+    }
+    if (!strict) EXPECT_EQ(ctx.tf32(), RunCommand("nvidia-smi --query-gpu=compute_cap --format=csv,noheader | "
+                                                 "grep -qE '^([89]|[1-9][0-9])'").exit_code == 0);
+  }
+}
+
 TEST(TrainingGpuMemory, StepsAllocateNoDeviceMemory) {
   SKIP_WITHOUT_GPU();
   const std::string dir = TempDir();
@@ -233,7 +285,8 @@ TEST(TrainingGpuGraphs, LabelsOnlyTheGpuCanCheckTurnGraphsOff) {
   const std::string net = dir + "/dummy_labels.prototxt";
   WriteFile(net, R"(name: "dummy"
 layer { name: "data" type: "DummyData" top: "data" top: "label"
-        dummy_data_param { shape { dim: 8 dim: 5 } shape { dim: 8 } data_filler { type: "gaussian" } } }
+        dummy_data_param { shape { dim: 8 dim: 5 } shape { dim: 8 }
+                           data_filler { type: "gaussian" } data_filler { type: "constant" value: 2 } } }
 layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 )");
@@ -281,6 +334,191 @@ TEST(TrainingGpuGraphs, DivergenceIsCaughtAtTheNextDisplayNamingItsIteration) {
   const std::string error = ErrorOf([&] { solver.Step(20); });
   EXPECT_NE(error.find("training diverged at iteration "), std::string::npos) << error;
   EXPECT_LE(solver.iter(), 6) << "the first display after the divergence stops training";
+}
+
+TEST(TrainingGpuGraphs, DivergenceWithoutDisplayIsCaughtByThePoll) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  SolverParameter param = TinySolver(dir, "SGD", true, "diverge");
+  param.set_base_lr(1e30f);
+  param.clear_clip_gradients();
+  param.set_display(0);
+  param.clear_test_interval();
+  param.clear_test_iter();
+  Solver solver(param);
+  const std::string error = ErrorOf([&] { solver.Step(200); });
+  EXPECT_NE(error.find("training diverged at iteration "), std::string::npos) << error;
+  EXPECT_LE(solver.iter(), 3 * GpuStepper::kNonFinitePollInterval) << "the poll stops training without a display";
+}
+
+// A Filter ahead of the rest of the net: the layers after it take its row count every pass, which a
+// replayed graph would not.
+TEST(TrainingGpuGraphs, AFilterTurnsGraphsOff) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  const std::string net = dir + "/filtered.prototxt";
+  WriteFile(net, R"(name: "filtered"
+layer { name: "data" type: "DummyData" top: "data" top: "label" top: "keep"
+        dummy_data_param { shape { dim: 8 dim: 5 } shape { dim: 8 } shape { dim: 8 }
+                           data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 }
+                           data_filler { type: "constant" value: 1 } } }
+layer { name: "filter" type: "Filter" bottom: "data" bottom: "label" bottom: "keep" top: "kept" top: "kept_label" }
+layer { name: "ip" type: "InnerProduct" bottom: "kept" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "kept_label" top: "loss" }
+)");
+  SolverParameter param;
+  ReadProtoFromTextString("base_lr: 0.01 lr_policy: 'fixed' max_iter: 10 solver_mode: GPU random_seed: 1 "
+                          "snapshot_after_train: false",
+                          &param);
+  param.set_net(net);
+  Solver solver(param);
+  EXPECT_FALSE(solver.gpu_stepper()->using_graphs()) << "the Filter reshapes the layers after it every pass";
+  solver.Step(3);
+  EXPECT_EQ(solver.gpu_stepper()->graph_launches(), 0);
+  EXPECT_TRUE(std::isfinite(solver.smoothed_loss()));
+}
+
+namespace {
+
+// A layer that claims it can be captured but waits for the GPU in its forward pass (as a library call
+// that cannot be captured would): its capture fails.
+class CaptureBreakerLayer : public Layer {
+ public:
+  using Layer::Layer;
+  const char* type() const override { return "CaptureBreakerForTest"; }
+  bool HasGpuImplementation() const override { return true; }
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override { top[0]->Reshape(bottom[0]->shape()); }
+
+ protected:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+    std::copy(bottom[0]->data(), bottom[0]->data() + bottom[0]->count(), top[0]->data());
+  }
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& down, const BlobVec& bottom) override {
+    if (down[0]) std::copy(top[0]->diff(), top[0]->diff() + top[0]->count(), bottom[0]->diff());
+  }
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), top[0]->data());
+    ctx_.Synchronize();  // not allowed while the stream is being captured
+  }
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& down, const BlobVec& bottom) override {
+    if (down[0]) gpu_copy(ctx_, top[0]->count(), top[0]->diff(), bottom[0]->diff());
+  }
+};
+
+CORTADO_REGISTER_LAYER(CaptureBreakerForTest, CaptureBreakerLayer);
+
+}  // namespace
+
+TEST(TrainingGpuGraphs, ACaptureThatFailsFallsBackToEagerSteps) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  std::string text = ReadFile(WriteTinyNet(dir));
+  const std::string relu = "layer { name: \"relu\"";
+  text.insert(text.find(relu), "layer { name: \"breaker\" type: \"CaptureBreakerForTest\" bottom: \"ip1\" "
+                               "top: \"ip1b\" }\n");
+  text.replace(text.find("bottom: \"ip1\" top: \"ip1\" }"), std::string("bottom: \"ip1\" top: \"ip1\" }").size(),
+               "bottom: \"ip1b\" top: \"ip1b\" }");
+  text.replace(text.find("bottom: \"ip1\" top: \"ip2\""), std::string("bottom: \"ip1\" top: \"ip2\"").size(),
+               "bottom: \"ip1b\" top: \"ip2\"");
+  WriteFile(dir + "/breaker.prototxt", text);
+  SolverParameter param = TinySolver(dir, "SGD", true, "breaker");
+  param.set_net(dir + "/breaker.prototxt");
+  Solver graphs(param, "graphs.prototxt", true);
+  Solver eager(param, "eager.prototxt", false);
+  ASSERT_TRUE(graphs.gpu_stepper()->using_graphs()) << "the layer claims it can be captured";
+  graphs.Step(6);
+  eager.Step(6);
+  EXPECT_FALSE(graphs.gpu_stepper()->using_graphs()) << "the failed capture turns graphs off";
+  EXPECT_EQ(graphs.gpu_stepper()->graph_launches(), 0);
+  EXPECT_EQ(graphs.smoothed_loss(), eager.smoothed_loss());
+  ExpectNear(Weights(graphs), Weights(eager), 0.0f, "weights after 6 iterations");
+}
+
+namespace {
+
+// A small convolutional net over 3×16×16 images (26 records, batch 8), so cuDNN chooses algorithms.
+std::string WriteConvNet(const std::string& dir) {
+  const std::string lmdb = WriteRandomImageLmdb(dir + "/color_lmdb", 26, 3, 16, 4, 5);
+  const std::string path = dir + "/conv.prototxt";
+  WriteFile(path, "name: 'conv'\n" + DataLayer(lmdb, "TRAIN", 8) + R"(
+layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
+        convolution_param { num_output: 16 kernel_size: 3 pad: 1 weight_filler { type: "xavier" } } }
+layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
+layer { name: "conv2" type: "Convolution" bottom: "conv1" top: "conv2"
+        convolution_param { num_output: 16 kernel_size: 5 pad: 2 stride: 2 weight_filler { type: "xavier" } } }
+layer { name: "pool" type: "Pooling" bottom: "conv2" top: "pool" pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+layer { name: "ip" type: "InnerProduct" bottom: "pool" top: "ip" inner_product_param { num_output: 4 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)");
+  return path;
+}
+
+SolverParameter ConvSolver(const std::string& dir, bool gpu) {
+  SolverParameter param;
+  ReadProtoFromTextString("base_lr: 0.05 lr_policy: 'fixed' momentum: 0.9 weight_decay: 0.0005 max_iter: 100 "
+                          "display: 0 random_seed: 3 snapshot_after_train: false",
+                          &param);
+  param.set_net(WriteConvNet(dir));
+  param.set_solver_mode(gpu ? SolverParameter::GPU : SolverParameter::CPU);
+  return param;
+}
+
+// The bytes of every convolution's cuDNN workspace in a solver's train net.
+std::vector<int64_t> WorkspaceBytes(Solver& solver) {
+  std::vector<int64_t> bytes;
+  for (const auto& layer : solver.net()->layers())
+    for (const auto& scratch : layer->scratch_buffers())
+      if (scratch.workspace) bytes.push_back(scratch.blob->count() * int64_t{sizeof(float)});
+  return bytes;
+}
+
+}  // namespace
+
+// deterministic: two runs of the same solver end with the same bits (cuDNN's backward algorithms that
+// add with atomics are passed over), in TF32 as in FP32.
+TEST(TrainingGpuCudnn, DeterministicRunsRepeatBitForBit) {
+  SKIP_WITHOUT_GPU();
+  for (const bool strict : {true, false}) {
+    const std::string dir = TempDir();
+    SolverParameter param = ConvSolver(dir, true);
+    param.set_deterministic(true);
+    param.set_strict_fp32(strict);
+    Solver first(param, "first.prototxt");
+    Solver second(param, "second.prototxt");
+    first.Step(6);
+    second.Step(6);
+    EXPECT_EQ(Weights(first), Weights(second)) << (strict ? "strict FP32" : "TF32");
+  }
+}
+
+// The cuDNN workspace follows cudnn_workspace_limit_mb: with 0, algorithms that need none (and the
+// run still follows the CPU's); with the default, one region as large as the largest chosen need.
+TEST(TrainingGpuCudnn, WorkspaceStaysWithinTheLimitAndZeroStillTrains) {
+  SKIP_WITHOUT_GPU();
+  if (!BuiltWithCudnn()) GTEST_SKIP() << "this build has no cuDNN";
+  const std::string dir = TempDir();
+  SolverParameter none = ConvSolver(dir, true);
+  none.set_cudnn_workspace_limit_mb(0);
+  none.set_strict_fp32(true);
+  Solver gpu(none);
+  const std::vector<int64_t> bytes = WorkspaceBytes(gpu);
+  ASSERT_FALSE(bytes.empty());
+  for (int64_t b : bytes) EXPECT_EQ(b, 0);
+  Solver cpu(ConvSolver(dir, false));
+  CopyWeights(cpu, gpu);
+  for (int i = 0; i < 4; ++i) {
+    cpu.Step(1);
+    gpu.Step(1);
+    EXPECT_NEAR(gpu.smoothed_loss(), cpu.smoothed_loss(), 1e-3f * std::max(1.0f, std::fabs(cpu.smoothed_loss())))
+        << "iteration " << i;
+  }
+  SolverParameter ample = ConvSolver(dir, true);
+  ample.set_cudnn_workspace_limit_mb(1);
+  Solver small(ample);
+  for (int64_t b : WorkspaceBytes(small)) EXPECT_LE(b, int64_t{1} << 20);
+  ample.set_cudnn_workspace_limit_mb(-1);
+  EXPECT_NE(ErrorOf([&] { Solver bad(ample); }).find("cudnn_workspace_limit_mb must be between 0 and 8191"),
+            std::string::npos);
 }
 
 class TrainingGpuSnapshots : public testing::TestWithParam<std::string> {};

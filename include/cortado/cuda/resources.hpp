@@ -23,6 +23,7 @@ struct GpuResources {
   void Release();  // destroys the handles and streams created so far
 
   int device = 0;
+  bool has_tf32 = false;  // compute capability 8.0 or newer, NVIDIA_TF32_OVERRIDE not 0
   cudaStream_t compute = nullptr;
   cudaStream_t copy = nullptr;
   cublasHandle_t cublas = nullptr;
@@ -30,7 +31,9 @@ struct GpuResources {
   // step or a CUDA graph capture; 32 MiB, NVIDIA's advice for Hopper.
   static constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
   void* cublas_workspace = nullptr;
-  unsigned int* finite_counter = nullptr;  // mapped pinned host memory for gpu_all_finite
+  // gpu_all_finite's count of non-finite values: a device word, read back through a pinned one.
+  unsigned int* finite_count = nullptr;
+  unsigned int* finite_count_host = nullptr;
   std::unique_ptr<StepInputs> step_inputs;  // StepInputsOf(ctx)
 #ifdef CORTADO_WITH_CUDNN
   cudnnHandle_t cudnn = nullptr;

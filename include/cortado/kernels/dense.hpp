@@ -101,15 +101,16 @@ void ChannelBiasGradientGpu(Context& ctx, int64_t num, int64_t channels, int64_t
 // Whether this build has cuDNN (false in a CUDA build without it and in a CPU-only build, whose
 // versions of the functions below throw).
 bool BuiltWithCudnn();
-// One layer's cuDNN state: descriptors and the algorithms chosen for its shape. FP32 without TF32
-// (CUDNN_FMA_MATH), so results stay close to the CPU's.
+// One layer's cuDNN state: descriptors and the algorithms chosen for its shape, on FP32 data with TF32
+// tensor cores when ctx.tf32(), else strict FP32 (CUDNN_FMA_MATH).
 struct CudnnConvolution;
 using CudnnConvolutionPtr = std::unique_ptr<CudnnConvolution, void (*)(CudnnConvolution*)>;
 CudnnConvolutionPtr CreateCudnnConvolution();
 // Describes x (num, g.channels, g.height, g.width), weights (num_output, channels / group, kernel),
 // y (num, num_output, out_h, out_w) and picks, among cuDNN's ranked candidates, the fastest forward,
-// backward-data and backward-filter algorithms whose workspace fits in workspace_limit bytes (logged
-// once per change, under `who`). Returns the workspace the three need: their maximum.
+// backward-data and backward-filter algorithms of an allowed math type (deterministic ones first when
+// the context's settings ask) whose workspace fits in workspace_limit bytes (logged once per change,
+// under `who`). Returns the workspace the three need: their maximum.
 size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& conv, int num, int num_output, int group,
                                const ConvGeometry& g, size_t workspace_limit, const std::string& who);
 // y = conv(x, w) (+ bias, when not null).

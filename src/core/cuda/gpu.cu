@@ -126,6 +126,10 @@ GpuResources::GpuResources(int device_id) : device(device_id) {
   CORTADO_REQUIRE(device_id >= 0 && device_id < count, "GPU ", device_id, " does not exist (this machine has ",
                   count, " GPU", count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
   CORTADO_CUDA_CHECK(cudaSetDevice(device_id));
+  int major = 0;
+  CORTADO_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device_id));
+  const char* tf32_override = std::getenv("NVIDIA_TF32_OVERRIDE");  // NVIDIA's switch: 0 turns TF32 off
+  has_tf32 = major >= 8 && !(tf32_override != nullptr && std::string(tf32_override) == "0");
   try {
     CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
@@ -135,7 +139,8 @@ GpuResources::GpuResources(int device_id) : device(device_id) {
     CORTADO_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_workspace, kCublasWorkspaceBytes));
     // Results of reductions (dot, asum, nrm2) come back to the host: the Blob-level API waits for them.
     CORTADO_CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
-    CORTADO_CUDA_CHECK(cudaHostAlloc(&finite_counter, sizeof(unsigned int), cudaHostAllocMapped));
+    finite_count = static_cast<unsigned int*>(GpuAllocate(sizeof(unsigned int)));
+    CORTADO_CUDA_CHECK(cudaHostAlloc(&finite_count_host, sizeof(unsigned int), cudaHostAllocDefault));
 #ifdef CORTADO_WITH_CUDNN
     CORTADO_CUDNN_CHECK(cudnnCreate(&cudnn));
     CORTADO_CUDNN_CHECK(cudnnSetStream(cudnn, compute));
@@ -159,8 +164,9 @@ void GpuResources::Release() {
   if (cublas != nullptr) cublasDestroy(cublas);
   if (cublas_workspace != nullptr) GpuFree(cublas_workspace);
   cublas_workspace = nullptr;
-  if (finite_counter != nullptr) cudaFreeHost(finite_counter);
-  finite_counter = nullptr;
+  if (finite_count != nullptr) GpuFree(finite_count);
+  if (finite_count_host != nullptr) cudaFreeHost(finite_count_host);
+  finite_count = nullptr, finite_count_host = nullptr;
   if (copy != nullptr) cudaStreamDestroy(copy);
   if (compute != nullptr) cudaStreamDestroy(compute);
   cublas = nullptr, copy = nullptr, compute = nullptr;
@@ -173,6 +179,12 @@ std::shared_ptr<GpuResources> CreateGpuResources(int device_id) {
 void GpuSynchronize(GpuResources& resources) {
   CORTADO_CUDA_CHECK(cudaStreamSynchronize(resources.copy));
   CORTADO_CUDA_CHECK(cudaStreamSynchronize(resources.compute));
+}
+
+bool GpuHasTf32(const GpuResources& resources) { return resources.has_tf32; }
+
+void GpuSetTf32(GpuResources& resources, bool tf32) {
+  CORTADO_CUBLAS_CHECK(cublasSetMathMode(resources.cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 void* HostAllocate(size_t bytes, bool* pinned) {

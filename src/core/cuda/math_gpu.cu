@@ -176,17 +176,16 @@ void gpu_sign(Context& ctx, int64_t n, const float* x, float* y) {
 
 bool gpu_all_finite(Context& ctx, int64_t n, const float* x) {
   if (n == 0) return true;
-  // The context's counter in mapped pinned host memory: the kernel writes through it, the host reads
-  // it after the stream drains.
+  // The context's device counter, zeroed, counted into and copied back on the compute stream.
   GpuResources& gpu = cuda::Resources(ctx);
-  unsigned int* counter = gpu.finite_counter;
-  *counter = 0;
-  unsigned int* device_counter = nullptr;
-  CORTADO_CUDA_CHECK(cudaHostGetDevicePointer(&device_counter, counter, 0));
-  CountNonFiniteKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, x, device_counter);
+  const cudaStream_t stream = cuda::Stream(ctx);
+  CORTADO_CUDA_CHECK(cudaMemsetAsync(gpu.finite_count, 0, sizeof(unsigned int), stream));
+  CountNonFiniteKernel<<<BlocksFor(n), kThreads, 0, stream>>>(n, x, gpu.finite_count);
   CORTADO_CUDA_LAUNCH_CHECK();
-  CORTADO_CUDA_CHECK(cudaStreamSynchronize(cuda::Stream(ctx)));
-  return *counter == 0;
+  CORTADO_CUDA_CHECK(cudaMemcpyAsync(gpu.finite_count_host, gpu.finite_count, sizeof(unsigned int),
+                                     cudaMemcpyDeviceToHost, stream));
+  CORTADO_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return *gpu.finite_count_host == 0;
 }
 
 }  // namespace cortado

@@ -21,6 +21,8 @@ void GpuCopy(void*, const void*, size_t) { NoCuda(); }
 std::string GpuProperties(int) { NoCuda(); }
 std::shared_ptr<GpuResources> CreateGpuResources(int) { NoCuda(); }
 void GpuSynchronize(GpuResources&) { NoCuda(); }
+bool GpuHasTf32(const GpuResources&) { return false; }
+void GpuSetTf32(GpuResources&, bool) { NoCuda(); }
 
 void* HostAllocate(size_t bytes, bool* pinned) {
   *pinned = false;

@@ -43,16 +43,34 @@ cudaGraphExec_t Capture(cudaStream_t stream, const std::function<void()>& body) 
 }  // namespace
 
 struct GpuStepper::Graphs {
-  cudaGraphExec_t pass = nullptr;
-  cudaGraphExec_t update = nullptr;
+  void* pass = nullptr;  // cudaGraphExec_t
+  void* update = nullptr;
   ~Graphs() {
-    if (pass != nullptr) cudaGraphExecDestroy(pass);
-    if (update != nullptr) cudaGraphExecDestroy(update);
+    if (pass != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(pass));
+    if (update != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(update));
   }
 };
 
+// The pinned word the non-finite poll copies into, and the event that says it landed.
+struct GpuStepper::Poll {
+  Poll() {
+    bool pinned = false;
+    first = static_cast<int*>(HostAllocate(sizeof(int), &pinned));
+    CHECK(pinned) << "pinned memory for the divergence poll";
+    *first = -1;
+  }
+  ~Poll() {
+    if (queued) cudaEventSynchronize(landed.get());  // errors ignored: may run while unwinding
+    HostFree(first, true);
+  }
+  int* first = nullptr;
+  cuda::Event landed;
+  bool queued = false;
+};
+
 GpuStepper::GpuStepper(Context& ctx, Net& net, const SolverParameter& param, UpdateRule& rule, bool use_graphs)
-    : ctx_(ctx), net_(net), param_(param), rule_(rule), graphs_(std::make_unique<Graphs>()) {
+    : ctx_(ctx), net_(net), param_(param), rule_(rule), graphs_(std::make_unique<Graphs>()),
+      poll_(std::make_unique<Poll>()) {
   CHECK(ctx.device() == Device::kGPU) << "GpuStepper on a CPU context";
   iter_size_ = std::max(param.iter_size(), 1);
   average_ = std::max(param.average_loss(), 1);
@@ -74,12 +92,20 @@ void GpuStepper::DecideGraphs(bool requested) {
   const Layer* blocker = nullptr;
   for (size_t i = 0; i < layers.size() && blocker == nullptr; ++i)
     if (net_.layer_need_backward()[i] && !layers[i]->IsCapturable()) blocker = layers[i].get();
+  // A layer whose tops change shape in forward (Filter) reshapes the layers after it every pass; a
+  // graph would replay the shapes of the captured iteration.
+  const Layer* reshaper = nullptr;
+  for (size_t i = 0; i < layers.size() && reshaper == nullptr; ++i)
+    if (layers[i]->ReshapesTopsInForward()) reshaper = layers[i].get();
   graphs_enabled_ = false;
   if (!requested) {
     LOG(INFO) << "CUDA graphs off (--cuda_graph=false): every step is queued layer by layer";
   } else if (blocker != nullptr) {
     LOG(INFO) << "CUDA graphs off: " << blocker->Describe()
               << " cannot be captured (it waits for the GPU in its passes); every step is queued layer by layer";
+  } else if (reshaper != nullptr) {
+    LOG(INFO) << "CUDA graphs off: " << reshaper->Describe()
+              << " changes the shapes of its tops every pass; every step is queued layer by layer";
   } else {
     graphs_enabled_ = true;
     const int last = static_cast<int>(layers.size()) - 1;
@@ -136,26 +162,55 @@ void GpuStepper::RunPasses(int iter) {
     net_.PrepareStep();
     inputs.Upload(ctx_);
     if (first_graph_layer_ > 0) net_.ForwardOnDevice(0, first_graph_layer_ - 1);
-    if (graphs_enabled_ && iterations_run_ > 0) {  // the first iteration warms up (lazy library set-up)
-      if (graphs_->pass == nullptr) graphs_->pass = Capture(stream, [this] { QueuePassBody(); });
-      CORTADO_CUDA_CHECK(cudaGraphLaunch(graphs_->pass, stream));
-      ++graph_launches_;
-    } else {
-      QueuePassBody();
-    }
+    RunCaptured(&graphs_->pass, [this] { QueuePassBody(); });
   }
 }
 
 void GpuStepper::RunUpdate(int iter) {
+  RunCaptured(&graphs_->update, [this] { QueueUpdateBody(); });
+  ++iterations_run_;
+  PollNonFinite(iter);
+}
+
+// From the second iteration on (the first warms up: lazy library set-up), `body` is captured into
+// *graph once and replayed. A capture that fails (a library call that cannot be captured) is logged
+// once and turns graphs off: the step, and every later one, is queued eagerly.
+void GpuStepper::RunCaptured(void** graph, const std::function<void()>& body) {
   const cudaStream_t stream = cuda::Stream(ctx_);
-  if (graphs_enabled_ && iterations_run_ > 0) {
-    if (graphs_->update == nullptr) graphs_->update = Capture(stream, [this] { QueueUpdateBody(); });
-    CORTADO_CUDA_CHECK(cudaGraphLaunch(graphs_->update, stream));
+  if (graphs_enabled_ && iterations_run_ > 0 && *graph == nullptr) {
+    try {
+      *graph = Capture(stream, body);
+    } catch (const Error& error) {
+      LOG(WARNING) << "CUDA graphs off: capturing the step failed (" << error.what()
+                   << "); every step is queued layer by layer";
+      graphs_enabled_ = false;
+    }
+  }
+  if (graphs_enabled_ && *graph != nullptr) {
+    CORTADO_CUDA_CHECK(cudaGraphLaunch(static_cast<cudaGraphExec_t>(*graph), stream));
     ++graph_launches_;
   } else {
-    QueueUpdateBody();
+    body();
   }
-  ++iterations_run_;
+}
+
+// Every kNonFinitePollInterval iterations: the device's first non-finite iteration is copied to pinned
+// memory behind the step's work; the copy queued the time before is read if it has landed (an event
+// query, never a wait), so a diverged run stops within about two intervals even when nothing is
+// displayed.
+void GpuStepper::PollNonFinite(int iter) {
+  if (iterations_run_ % kNonFinitePollInterval != 0) return;
+  if (poll_->queued && cudaEventQuery(poll_->landed.get()) == cudaSuccess) {
+    poll_->queued = false;
+    if (*poll_->first >= 0) diverged_at_ = *poll_->first;
+  }
+  if (poll_->queued) return;
+  cudaGetLastError();  // cudaEventQuery's cudaErrorNotReady is not sticky; clear it all the same
+  const cudaStream_t stream = cuda::Stream(ctx_);
+  CORTADO_CUDA_CHECK(cudaMemcpyAsync(poll_->first, state_ + step_stats::kFirstNonFinite, sizeof(int),
+                                     cudaMemcpyDeviceToHost, stream));
+  CORTADO_CUDA_CHECK(cudaEventRecord(poll_->landed.get(), stream));
+  poll_->queued = true;
 }
 
 void GpuStepper::ResetLossAverage() { step_stats::ResetLosses(ctx_, state_); }
@@ -183,5 +238,7 @@ int GpuStepper::FirstNonFiniteIteration() {
   GpuCopy(&first, state_ + step_stats::kFirstNonFinite, sizeof first);
   return first;
 }
+
+int GpuStepper::PolledNonFiniteIteration() const { return diverged_at_; }
 
 }  // namespace cortado
