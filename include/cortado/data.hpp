@@ -8,7 +8,8 @@
 //   MnistReader      MNIST's IDX image and label files, checked, read image by image
 //   DataTransformer  Datum (uint8 or float C×H×W) → floats, with mean, scale, crop and mirror
 //   DataLayer        type "Data": database records through the BatchPipeline (batch_pipeline.hpp)
-//   BatchUploader    host batches → a GPU net's tops, on the copy stream, ordered by events
+//   BatchUploader    host batches → a GPU net's tops through two device staging slots: the copy stream
+//                    fills one while the compute stream works, ordered by events
 //
 // An LMDB "source" is a directory holding data.mdb and lock.mdb; a LevelDB one is a directory holding
 // CURRENT, MANIFEST-*, *.ldb and LOCK (Caffe's default backend).
@@ -17,6 +18,7 @@
 #include <lmdb.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -258,26 +260,41 @@ class DataTransformer {
 
 // ---- batches to a GPU ----------------------------------------------------------------------------
 
-// The hand-off of host batches to a GPU net's tops (DESIGN.md, "Data"). A data layer writes a batch
-// into the uploader's staging buffers (page-locked host memory, from HostAllocate), and Upload queues
-// cudaMemcpyAsync copies of them to the tops on the context's copy stream — after the compute stream's
-// work queued so far, which may still read the previous batch — records an event, and makes the
-// compute stream wait on it. The host does not wait for the copy; Stage() waits for the previous one
-// before the buffers are written again (it finished long before: the step that read it has run), so
-// a staging buffer is kept until the next Forward. src/data/cuda/batch_copy.cu; a CPU-only build's
-// stub throws.
+// The hand-off of host batches to a GPU net's tops (DESIGN.md, "Data"), double-buffered so that the
+// copy of batch i+1 to the device runs on the context's copy stream while the compute stream still
+// works on step i. kSlots slots, each a set of page-locked host staging buffers (HostAllocate) and
+// device staging buffers (scratch blobs of the data layer, bound in the net's arena), one per top;
+// Forward k uses slot k % kSlots:
+//   host     Stage(): waits for the slot's previous host → device copy (kSlots Forwards ago; an
+//            event, bounded look-ahead, not a sync of the current step) and returns its host buffers;
+//            the layer writes the batch into them;
+//   copy     Upload(top): waits for "consumed[s]" (the compute stream has read device slot s for
+//            the last time), copies host slot s → device slot s, records "copied[s]";
+//   compute  waits for "copied[s]", copies device slot s → the top, records "consumed[s]".
+// The tops keep their addresses (the CUDA graphs captured after the data layers read them) and their
+// contents change in stream order on the compute stream. The host never waits for the step it queues:
+// only for a copy kSlots Forwards old, which waited for the compute stream to read the slot before,
+// so the host runs at most about 2·kSlots Forwards ahead of the device. Each Forward hands its own
+// batch to the net, as on the CPU (exact resume is unchanged).
+// src/data/cuda/batch_copy.cu; a CPU-only build's stub throws.
 class BatchUploader {
  public:
-  // One staging buffer of floats[i] floats per top. ctx must be a GPU context.
-  BatchUploader(Context& ctx, const std::vector<int64_t>& floats);
-  ~BatchUploader();  // waits for a copy in flight before freeing its buffer
+  static constexpr int kSlots = 2;
+
+  // floats[i] floats per top i. add_scratch is the layer's AddScratch (call from LayerSetUp): it is
+  // called kSlots · floats.size() times for the device staging blobs. ctx must be a GPU context.
+  BatchUploader(Context& ctx, const std::vector<int64_t>& floats, const std::function<Blob*()>& add_scratch);
+  ~BatchUploader();  // waits for the copies in flight before freeing the host buffers
   BatchUploader(const BatchUploader&) = delete;
   BatchUploader& operator=(const BatchUploader&) = delete;
 
-  // The staging buffers, once the previous Upload's copies have read them.
+  // The layer's Reshape: shapes the device staging blobs of top i like top[i] (floats[i] floats).
+  void Reshape(const BlobVec& top);
+  // The next slot's host buffers, one per top, once that slot's previous copy has read them. Calling
+  // it again without Upload (a Forward that threw) returns the same slot.
   const std::vector<float*>& Stage();
-  // Queues staging buffer i → device[i] (floats[i] floats each); the compute stream waits for them.
-  void Upload(const std::vector<float*>& device);
+  // Queues the staged batch → device slot → top[i] as above; nothing waits on the host.
+  void Upload(const BlobVec& top);
 
  private:
   struct State;
@@ -292,7 +309,8 @@ class BatchUploader {
 // uniform random number of records in [0, rand_skip) first; the transform seed is drawn from the
 // context's generator, so a fixed random_seed repeats runs; the reader state makes resume exact.
 // An error while loading (a corrupt record) is rethrown by the next Forward. On a GPU net Forward
-// takes the batch into a BatchUploader's pinned staging buffers and uploads it to the tops.
+// takes the batch into a BatchUploader's pinned staging buffers, checks its labels there, and queues
+// its copy to the tops through the uploader's device staging slots (scratch blobs of this layer).
 class PipelineDataLayer : public Layer, protected RecordLoader {
  public:
   PipelineDataLayer(const LayerParameter& param, Context& ctx) : Layer(param, ctx) {}

@@ -1,6 +1,7 @@
 // pipeline_data_layer.cpp — PipelineDataLayer: the part every pipelined data layer shares (setup,
-// rand_skip, seeds, Forward through the BatchPipeline — on a GPU net, into pinned staging buffers
-// uploaded to the tops by a BatchUploader — exact-resume state, time spent waiting).
+// rand_skip, seeds, Forward through the BatchPipeline — on a GPU net, into a BatchUploader's pinned
+// staging buffers, whose copy to the tops (through device staging slots, scratch blobs of this layer)
+// overlaps the step before — exact-resume state, time spent waiting).
 #include <glog/logging.h>
 
 #include "cortado/data.hpp"
@@ -31,7 +32,7 @@ void PipelineDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   if (ctx_.device() == Device::kGPU) {
     std::vector<int64_t> floats = {int64_t{source_.batch_size} * shape[0] * shape[1] * shape[2]};
     if (has_label_top_) floats.push_back(source_.batch_size);
-    uploader_ = std::make_unique<BatchUploader>(ctx_, floats);
+    uploader_ = std::make_unique<BatchUploader>(ctx_, floats, [this] { return AddScratch(); });
   }
 }
 
@@ -61,6 +62,7 @@ void PipelineDataLayer::Reshape(const BlobVec& bottom, const BlobVec& top) {
   const auto& shape = source_.item_shape;
   top[0]->Reshape(std::vector<int>{source_.batch_size, shape[0], shape[1], shape[2]});
   if (top.size() > 1) top[1]->Reshape(std::vector<int>{source_.batch_size});
+  if (uploader_) uploader_->Reshape(top);
 }
 
 void PipelineDataLayer::Forward_cpu(const BlobVec& bottom, const BlobVec& top) {
@@ -76,9 +78,7 @@ void PipelineDataLayer::Forward_gpu(const BlobVec& bottom, const BlobVec& top) {
   wait_seconds_ += pipeline_->Next(staging[0], label ? staging[1] : nullptr);
   position_ = pipeline_->position();
   if (label) CheckLabelsOnHost(1, staging[1], source_.batch_size);
-  std::vector<float*> device = {top[0]->data()};
-  if (label) device.push_back(top[1]->data());
-  uploader_->Upload(device);
+  uploader_->Upload(top);
 }
 
 }  // namespace cortado

@@ -9,7 +9,8 @@
 // after the last. shuffle: a new file order each pass and a new row order each time a file is read
 // (each pass when there is one file), from a generator seeded from the context's, so a fixed
 // random_seed repeats runs. No bottoms, no backward; without libhdf5, an Error at setup. On a GPU net
-// the rows go into pinned staging buffers that a BatchUploader copies to the tops (data.hpp).
+// the rows go into a BatchUploader's pinned staging buffers, copied to the tops through its device
+// staging slots (scratch blobs of this layer) while the step before still runs (data.hpp).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -52,6 +53,7 @@ class HDF5DataLayer : public Layer {
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec&, const BlobVec& top) override {
     for (size_t i = 0; i < top.size(); ++i) top[i]->Reshape(top_shapes_[i]);
+    if (uploader_) uploader_->Reshape(top);
   }
 
   // Exact resume: the rows handed out since setup and the shuffle seed. Restoring replays the file
@@ -129,7 +131,7 @@ void HDF5DataLayer::LayerSetUp(const BlobVec&, const BlobVec& top) {
   if (ctx_.device() == Device::kGPU) {
     std::vector<int64_t> floats;
     for (int64_t size : row_size_) floats.push_back(size * batch_size_);
-    uploader_ = std::make_unique<BatchUploader>(ctx_, floats);
+    uploader_ = std::make_unique<BatchUploader>(ctx_, floats, [this] { return AddScratch(); });
   }
 }
 
@@ -264,9 +266,7 @@ void HDF5DataLayer::Forward_cpu(const BlobVec&, const BlobVec& top) {
 
 void HDF5DataLayer::Forward_gpu(const BlobVec&, const BlobVec& top) {
   NextBatch(uploader_->Stage());
-  std::vector<float*> device;
-  for (Blob* blob : top) device.push_back(blob->data());
-  uploader_->Upload(device);
+  uploader_->Upload(top);
 }
 
 }  // namespace

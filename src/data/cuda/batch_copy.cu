@@ -1,9 +1,12 @@
-// batch_copy.cu — BatchUploader: pinned staging buffers copied to a GPU net's tops on the context's
-// copy stream, the compute stream ordered after the copy by an event (data.hpp).
+// batch_copy.cu — BatchUploader (data.hpp): host batches to a GPU net's tops through kSlots pairs of
+// staging buffers, pinned host → device slot on the context's copy stream, device slot → top on the
+// compute stream, ordered by two events per slot, so that the copy of the next batch overlaps the
+// current step and the host waits only for a slot's copy of kSlots Forwards ago.
 #include <cuda_runtime.h>
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <array>
 #include <vector>
 
 #include "cortado/cuda/resources.hpp"  // cuda::Resources, cuda::Event, CORTADO_CUDA_CHECK
@@ -14,53 +17,88 @@ namespace cortado {
 
 struct BatchUploader::State {
   explicit State(Context& context) : ctx(context) {}
+  ~State();  // also when the constructor throws half-way
   Context& ctx;
-  std::vector<int64_t> floats;
-  std::vector<float*> host;
-  std::vector<bool> pinned;
-  cuda::Event compute_done;  // the compute stream's work queued before the copy (may read the old batch)
-  cuda::Event copied;        // the copy's end: the compute stream waits on it, Stage() on the host
-  bool in_flight = false;    // an Upload whose copy Stage() has not yet waited for
+  std::vector<int64_t> floats;  // per top
+  struct Slot {
+    std::vector<float*> host;   // pinned staging buffers, one per top
+    std::vector<bool> pinned;   // for HostFree
+    std::vector<Blob*> device;  // the layer's scratch blobs, one per top
+    cuda::Event copied;         // copy stream: host → device slot done (Stage waits for it on the host)
+    cuda::Event consumed;       // compute stream: device slot → top done (the next copy into the slot waits)
+    bool copying = false;       // `copied` recorded and not yet waited for on the host
+  };
+  std::array<Slot, kSlots> slots;
+  int next = 0;         // the slot of the next Upload
+  bool staged = false;  // Stage() handed out slots[next] since the last Upload
 };
 
-BatchUploader::BatchUploader(Context& ctx, const std::vector<int64_t>& floats) {
+BatchUploader::BatchUploader(Context& ctx, const std::vector<int64_t>& floats,
+                             const std::function<Blob*()>& add_scratch) {
   CORTADO_CUDA_CHECK(cudaSetDevice(cuda::Resources(ctx).device));  // the events belong to the context's GPU
   state_ = std::make_unique<State>(ctx);
   state_->floats = floats;
-  for (int64_t n : floats) {
-    bool pinned = false;
-    state_->host.push_back(static_cast<float*>(HostAllocate(std::max<int64_t>(n, 1) * sizeof(float), &pinned)));
-    state_->pinned.push_back(pinned);
+  for (State::Slot& slot : state_->slots) {
+    for (int64_t n : floats) {
+      bool pinned = false;
+      slot.host.push_back(static_cast<float*>(HostAllocate(std::max<int64_t>(n, 1) * sizeof(float), &pinned)));
+      slot.pinned.push_back(pinned);
+      slot.device.push_back(add_scratch());
+    }
   }
 }
 
-BatchUploader::~BatchUploader() {
-  if (state_->in_flight) cudaEventSynchronize(state_->copied.get());  // errors ignored: may run while unwinding
-  for (size_t i = 0; i < state_->host.size(); ++i) HostFree(state_->host[i], state_->pinned[i]);
+BatchUploader::State::~State() {
+  for (Slot& slot : slots) {
+    if (slot.copying) cudaEventSynchronize(slot.copied.get());  // errors ignored: may run while unwinding
+    for (size_t i = 0; i < slot.host.size(); ++i) HostFree(slot.host[i], slot.pinned[i]);
+  }
+}
+
+BatchUploader::~BatchUploader() = default;
+
+void BatchUploader::Reshape(const BlobVec& top) {
+  CHECK_EQ(top.size(), state_->floats.size()) << "BatchUploader: one staging buffer per top";
+  for (size_t i = 0; i < top.size(); ++i) {
+    CHECK_EQ(top[i]->count(), state_->floats[i]) << "BatchUploader: top " << i << " holds a batch of another size";
+    for (State::Slot& slot : state_->slots) slot.device[i]->ReshapeLike(*top[i]);
+  }
 }
 
 const std::vector<float*>& BatchUploader::Stage() {
-  if (state_->in_flight) {
-    CORTADO_CUDA_CHECK(cudaEventSynchronize(state_->copied.get()));
-    state_->in_flight = false;
+  State::Slot& slot = state_->slots[state_->next];
+  if (slot.copying) {  // the copy queued kSlots Forwards ago still reads these buffers
+    CORTADO_CUDA_CHECK(cudaEventSynchronize(slot.copied.get()));
+    slot.copying = false;
   }
-  return state_->host;
+  state_->staged = true;
+  return slot.host;
 }
 
-void BatchUploader::Upload(const std::vector<float*>& device) {
-  CHECK_EQ(device.size(), state_->host.size()) << "BatchUploader: one device buffer per staging buffer";
-  CHECK(!state_->in_flight) << "BatchUploader: Upload without Stage";
+void BatchUploader::Upload(const BlobVec& top) {
+  CHECK(state_->staged) << "BatchUploader: Upload without Stage";
+  CHECK_EQ(top.size(), state_->floats.size()) << "BatchUploader: one staging buffer per top";
   GpuResources& gpu = cuda::Resources(state_->ctx);
-  CORTADO_CUDA_CHECK(cudaEventRecord(state_->compute_done.get(), gpu.compute));
-  CORTADO_CUDA_CHECK(cudaStreamWaitEvent(gpu.copy, state_->compute_done.get(), 0));
-  for (size_t i = 0; i < device.size(); ++i) {
+  State::Slot& slot = state_->slots[state_->next];
+  // Copy stream: once the compute stream has read the device slot's previous batch, host → device slot.
+  CORTADO_CUDA_CHECK(cudaStreamWaitEvent(gpu.copy, slot.consumed.get(), 0));
+  for (size_t i = 0; i < top.size(); ++i) {
     if (state_->floats[i] == 0) continue;
-    CORTADO_CUDA_CHECK(cudaMemcpyAsync(device[i], state_->host[i], state_->floats[i] * sizeof(float),
+    CORTADO_CUDA_CHECK(cudaMemcpyAsync(slot.device[i]->data(), slot.host[i], state_->floats[i] * sizeof(float),
                                        cudaMemcpyHostToDevice, gpu.copy));
   }
-  CORTADO_CUDA_CHECK(cudaEventRecord(state_->copied.get(), gpu.copy));
-  CORTADO_CUDA_CHECK(cudaStreamWaitEvent(gpu.compute, state_->copied.get(), 0));
-  state_->in_flight = true;
+  CORTADO_CUDA_CHECK(cudaEventRecord(slot.copied.get(), gpu.copy));
+  slot.copying = true;
+  // Compute stream: after the step before (stream order) and the copy, device slot → top.
+  CORTADO_CUDA_CHECK(cudaStreamWaitEvent(gpu.compute, slot.copied.get(), 0));
+  for (size_t i = 0; i < top.size(); ++i) {
+    if (state_->floats[i] == 0) continue;
+    CORTADO_CUDA_CHECK(cudaMemcpyAsync(top[i]->data(), slot.device[i]->data(), state_->floats[i] * sizeof(float),
+                                       cudaMemcpyDeviceToDevice, gpu.compute));
+  }
+  CORTADO_CUDA_CHECK(cudaEventRecord(slot.consumed.get(), gpu.compute));
+  state_->staged = false;
+  state_->next = (state_->next + 1) % kSlots;
 }
 
 }  // namespace cortado

@@ -1,5 +1,5 @@
 // batch_copy_stub.cpp — BatchUploader in a CPU-only build: there is no GPU to upload to (no GPU
-// context can exist here, so none is reached in practice).
+// context can exist here, so none is reached in practice); the interface is data.hpp's.
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
 
@@ -13,9 +13,10 @@ namespace {
 }
 }  // namespace
 
-BatchUploader::BatchUploader(Context&, const std::vector<int64_t>&) { NoGpu(); }
+BatchUploader::BatchUploader(Context&, const std::vector<int64_t>&, const std::function<Blob*()>&) { NoGpu(); }
 BatchUploader::~BatchUploader() = default;
+void BatchUploader::Reshape(const BlobVec&) { NoGpu(); }
 const std::vector<float*>& BatchUploader::Stage() { NoGpu(); }
-void BatchUploader::Upload(const std::vector<float*>&) { NoGpu(); }
+void BatchUploader::Upload(const BlobVec&) { NoGpu(); }
 
 }  // namespace cortado
