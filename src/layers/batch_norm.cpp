@@ -17,7 +17,8 @@
 // blob the prototxt gives no ParamSpec for (the Net reads the layer's own parameters when it
 // registers blobs), and a ParamSpec with another lr_mult is an error. Runs in place: x̂ is kept in a
 // scratch buffer, since a later in-place layer (Scale, ReLU) may change the top before Backward.
-// Sums run in double. GPU: the same steps as kernels (cuda/batch_norm.cu).
+// Sums run in double. GPU: the same steps as kernels (cuda/batch_norm.cu), the per-channel sums
+// chunked over the GPU with their partial sums in a workspace.
 #include <cmath>
 
 #include "cortado/error.hpp"
@@ -57,6 +58,7 @@ class BatchNormLayer : public Layer {
     }
     x_norm_ = AddScratch();
     stats_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -69,6 +71,7 @@ class BatchNormLayer : public Layer {
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
     x_norm_->ReshapeLike(x);
     stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, Σdy, Σdy·x̂
+    if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(num_, channels_, spatial_, 2)});
   }
 
   void InitParams() override {
@@ -142,7 +145,7 @@ class BatchNormLayer : public Layer {
       const int64_t m = static_cast<int64_t>(num_) * spatial_;
       const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
       BatchNormBatchStatsGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), eps_, maf_, correction,
-                             blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data(), mean, std);
+                             blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data(), mean, std, partials_->data());
     }
     BatchNormForwardGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), mean, std, top[0]->data(),
                         x_norm_->data());
@@ -153,7 +156,7 @@ class BatchNormLayer : public Layer {
     if (!propagate_down[0]) return;
     float* std = stats_->data() + channels_;
     BatchNormBackwardGpu(ctx_, num_, channels_, spatial_, global_, top[0]->diff(), x_norm_->data(), std,
-                         std + channels_, bottom[0]->diff());
+                         std + channels_, partials_->data(), bottom[0]->diff());
   }
 
  private:
@@ -172,6 +175,7 @@ class BatchNormLayer : public Layer {
   int64_t spatial_ = 1;
   Blob* x_norm_ = nullptr;  // x̂, like the bottom
   Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's Σdy, Σdy·x̂ (GPU)
+  Blob* partials_ = nullptr;  // GPU: the chunked channel sums' partials (a workspace)
 };
 
 CORTADO_REGISTER_LAYER(BatchNorm, BatchNormLayer);

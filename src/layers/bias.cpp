@@ -7,7 +7,8 @@
 // scalar bottom[1] is added everywhere). The bottom is read as (outer, dim, inner), dim = β's count:
 //   y[o, d, i] = x[o, d, i] + β[d]
 //   dx = dy;  dβ[d] = Σ_{o, i} dy  (accumulated for the blob, written into bottom[1]'s diff).
-// Runs in place. Sums run in double. GPU: kernels/norm.hpp (cuda/scale.cu).
+// Runs in place. Sums run in double. GPU: kernels/norm.hpp (cuda/scale.cu); the sums are chunked,
+// their partials in a workspace.
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
 #include "cortado/gpu.hpp"
@@ -29,6 +30,7 @@ class BiasLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
     if (bottom.size() > 1) return;
     const BiasParameter& p = param_.bias_param();
     blobs_.push_back(std::make_shared<Blob>(LearnedOperandShape(Describe(), *bottom[0], p.axis(), p.num_axes())));
@@ -38,6 +40,7 @@ class BiasLayer : public Layer {
     const OperandSpan span = SpanOfOperand(Describe(), "the bias", *bottom[0], Bias(bottom), param_.bias_param().axis());
     outer_ = span.outer, dim_ = span.dim, inner_ = span.inner;
     if (top[0] != bottom[0]) top[0]->ReshapeLike(*bottom[0]);
+    if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(outer_, dim_, inner_, 1)});
   }
 
   void InitParams() override {
@@ -83,7 +86,8 @@ class BiasLayer : public Layer {
                     const BlobVec& bottom) override {
     const float* dy = top[0]->diff();
     if (BiasGradientWanted(propagate_down))
-      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, nullptr, bottom.size() == 1, Bias(bottom).diff());
+      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, nullptr, bottom.size() == 1, partials_->data(),
+                    Bias(bottom).diff());
     if (propagate_down[0] && bottom[0] != top[0]) gpu_copy(ctx_, bottom[0]->count(), dy, bottom[0]->diff());
   }
 
@@ -94,6 +98,7 @@ class BiasLayer : public Layer {
   }
 
   int64_t outer_ = 1, dim_ = 1, inner_ = 1;
+  Blob* partials_ = nullptr;  // GPU: the channel sums' partials (a workspace)
 };
 
 CORTADO_REGISTER_LAYER(Bias, BiasLayer);

@@ -7,8 +7,8 @@
 // Backward needs x: run in place (top == bottom), Forward first keeps a copy of x in a scratch buffer,
 // as Caffe does; the slope gradient is taken before dx overwrites dy (the same memory in place), its
 // sums in double (Caffe adds each term to the float diff).
-// GPU: kernels in cuda/activations.cu; the slope gradient is one block per channel, and a shared
-// slope sums the channels' totals from a scratch buffer of C floats.
+// GPU: kernels in cuda/activations.cu; the slope gradient is a chunked channel sum (a shared slope's
+// over the whole bottom as one channel), its partial sums in a workspace.
 #include <algorithm>
 
 #include "cortado/error.hpp"
@@ -33,7 +33,7 @@ class PReLULayer : public NeuronLayer {
     channels_ = bottom[0]->shape(1);
     blobs_.push_back(std::make_shared<Blob>(shared_ ? std::vector<int>{} : std::vector<int>{channels_}));
     if (top[0] == bottom[0]) bottom_copy_ = AddScratch();
-    if (ctx_.device() == Device::kGPU && shared_) partial_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -46,7 +46,7 @@ class PReLULayer : public NeuronLayer {
     channels_ = x.shape(1);
     dim_ = x.count(2);
     if (bottom_copy_) bottom_copy_->ReshapeLike(x);
-    if (partial_) partial_->Reshape(std::vector<int>{channels_});
+    if (partials_) partials_->Reshape(std::vector<int>{PReLUSlopeScratchFloats(num_, channels_, dim_, shared_)});
   }
 
   void InitParams() override {
@@ -120,8 +120,8 @@ class PReLULayer : public NeuronLayer {
                     const BlobVec& bottom) override {
     const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
     if (param_propagate_down(0)) {  // queued before dx: in place, dx overwrites dy
-      PReLUSlopeGradGpu(ctx_, num_, channels_, dim_, shared_, x, top[0]->diff(),
-                        partial_ ? partial_->data() : nullptr, blobs_[0]->diff());
+      PReLUSlopeGradGpu(ctx_, num_, channels_, dim_, shared_, x, top[0]->diff(), partials_->data(),
+                        blobs_[0]->diff());
     }
     if (!propagate_down[0]) return;
     PReLUBackwardGpu(ctx_, bottom[0]->count(), channels_, dim_, shared_, blobs_[0]->data(), x, top[0]->diff(),
@@ -138,7 +138,7 @@ class PReLULayer : public NeuronLayer {
   int num_ = 0, channels_ = 0;
   int64_t dim_ = 1;
   Blob* bottom_copy_ = nullptr;  // x, when run in place
-  Blob* partial_ = nullptr;      // per-channel sums of a shared slope's gradient (GPU nets)
+  Blob* partials_ = nullptr;     // GPU: the slope gradient's partial sums (a workspace)
 };
 
 CORTADO_REGISTER_LAYER(PReLU, PReLULayer);

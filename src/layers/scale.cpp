@@ -10,7 +10,7 @@
 //   dx = dy · γ[d];  dγ[d] = Σ_{o, i} dy · x  (accumulated for the blob, written into bottom[1]'s diff);
 //   dβ[d] += Σ_{o, i} dy.
 // In place: x is copied to a scratch buffer first, for dγ. Sums run in double.
-// GPU: kernels/norm.hpp (cuda/scale.cu).
+// GPU: kernels/norm.hpp (cuda/scale.cu); the sums are chunked, their partials in a workspace.
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
 #include "cortado/gpu.hpp"
@@ -46,6 +46,7 @@ class ScaleLayer : public Layer {
       blobs_.push_back(std::make_shared<Blob>(shape));
     }
     if (top[0] == bottom[0]) x_copy_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -55,6 +56,7 @@ class ScaleLayer : public Layer {
     outer_ = span.outer, dim_ = span.dim, inner_ = span.inner;
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
     if (x_copy_) x_copy_->ReshapeLike(x);
+    if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(outer_, dim_, inner_, 1)});
   }
 
   void InitParams() override {
@@ -112,10 +114,10 @@ class ScaleLayer : public Layer {
                     const BlobVec& bottom) override {
     const float* dy = top[0]->diff();
     if (bias_index_ >= 0 && param_propagate_down(bias_index_))
-      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, nullptr, true, blobs_[bias_index_]->diff());
+      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, nullptr, true, partials_->data(), blobs_[bias_index_]->diff());
     if (ScaleGradientWanted(propagate_down)) {
       const float* x = x_copy_ ? x_copy_->data() : bottom[0]->data();
-      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, x, bottom.size() == 1, Scale(bottom)->diff());
+      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, x, bottom.size() == 1, partials_->data(), Scale(bottom)->diff());
     }
     if (!propagate_down[0]) return;
     ScaleBiasForwardGpu(ctx_, outer_, dim_, inner_, dy, Scale(bottom)->data(), nullptr, bottom[0]->diff());
@@ -143,6 +145,7 @@ class ScaleLayer : public Layer {
   int bias_index_ = -1;      // β's blob, or −1 without bias_term
   int64_t outer_ = 1, dim_ = 1, inner_ = 1;
   Blob* x_copy_ = nullptr;   // the bottom, kept for dγ when running in place
+  Blob* partials_ = nullptr;  // GPU: the channel sums' partials (a workspace)
 };
 
 CORTADO_REGISTER_LAYER(Scale, ScaleLayer);

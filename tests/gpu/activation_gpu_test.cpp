@@ -1,8 +1,11 @@
 // activation_gpu_test.cpp — AbsVal, BNLL, Power, Exp, Log, Threshold, Clip, ELU, Swish and PReLU on
 // the GPU against the CPU: tops and bottom diffs (and PReLU's slope diffs) over several parameter
 // settings and sizes beyond one block; in place on the GPU against out of place on the CPU; PReLU's
-// slope gradient accumulating, without device allocation; Threshold's backward error. The layers
-// also claim GPU support exactly when built with CUDA.
+// slope gradient accumulating, without device allocation, over several chunks per channel, and bit for
+// bit the same over two runs; Threshold's backward error. The layers also claim GPU support exactly
+// when built with CUDA.
+#include <cstring>
+
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
@@ -146,6 +149,53 @@ TEST(ActivationGpu, PReLUSlopeGradientAccumulatesWithoutAllocation) {
     for (float& v : expected) v = 1.0f + 2.0f * v;
     ExpectNear(slope.ReadDiff(), expected, 1e-4f, "slope diff after two backwards onto ones");
     ExpectNear(gpu.bottom(0).ReadDiff(), cpu.bottom(0).ReadDiff(), 1e-5f, "bottom diff");
+  }
+}
+
+// Shapes whose channels split into several chunks of the GPU's channel sums (kernels/channel_sums.hpp):
+// chunk boundaries inside an image, a thread's stride across images, D = 1, the grid's full target
+// (a shared slope sums the whole bottom as one channel: 27, 18, 15 and 1024 chunks).
+const std::vector<std::vector<int>> kChunkedShapes = {{8, 3, 67, 67}, {300, 5, 7, 7}, {20000, 3}, {40, 5, 150, 150}};
+const char* const kPReLUs[] = {"type: 'PReLU' prelu_param { filler { type: 'gaussian' } }",
+                               "type: 'PReLU' prelu_param { channel_shared: true filler { type: 'gaussian' } }"};
+
+TEST(ActivationGpu, PReLUChunkedSlopeGradientMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : kPReLUs) {
+    SCOPED_TRACE(text);
+    for (const std::vector<int>& shape : kChunkedShapes) ExpectGpuMatchesCpu(text, {shape});
+  }
+}
+
+// Forward and Backward twice on one GPU layer with the same x and dy: top, bottom diff and slope diff
+// are the same bits both times (fixed summation order, no atomics).
+TEST(ActivationGpu, PReLUSlopeGradientIsRepeatableBitForBit) {
+  SKIP_WITHOUT_GPU();
+  for (const char* text : kPReLUs) {
+    for (const std::vector<int>& shape : {kChunkedShapes[0], kChunkedShapes[3]}) {
+      SCOPED_TRACE(std::string(text) + " over " + testing::PrintToString(shape));
+      LayerFixture f(text, {shape}, 1, 1701, Device::kGPU);
+      const size_t n = static_cast<size_t>(f.bottom(0).count());
+      f.bottom(0).WriteData(UniformValues(n, -2.0f, 2.0f, 41));
+      f.top(0).WriteDiff(UniformValues(n, -1.0f, 1.0f, 42));
+      std::vector<std::vector<float>> first;
+      for (int run = 0; run < 2; ++run) {
+        f.Forward();
+        f.Backward();
+        f.ctx().Synchronize();
+        const std::vector<std::vector<float>> out = {f.top(0).ReadData(), f.bottom(0).ReadDiff(),
+                                                     f.layer().blobs()[0]->ReadDiff()};
+        if (run == 0) {
+          first = out;
+          continue;
+        }
+        for (size_t k = 0; k < out.size(); ++k) {
+          ASSERT_EQ(out[k].size(), first[k].size());
+          EXPECT_EQ(std::memcmp(out[k].data(), first[k].data(), out[k].size() * sizeof(float)), 0)
+              << "result " << k << " (top, bottom diff, slope diff) differs between two runs";
+        }
+      }
+    }
   }
 }
 

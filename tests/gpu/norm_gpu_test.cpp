@@ -2,9 +2,11 @@
 // channels; BatchNorm with batch statistics (2-D and 4-D, channels longer than a block), the running
 // sums over two forwards, global statistics in TEST, and in place with the top overwritten before
 // Backward; Scale and Bias in every form (learned or second-bottom parameters, with and without a bias,
-// axis variants, in place); no device allocation in a step. The layers claim GPU support exactly when
-// built with CUDA.
+// axis variants, in place); per-channel sums split into several chunks per channel (BatchNorm, Scale,
+// Bias), and bit for bit the same over two runs; no device allocation in a step. The layers claim GPU
+// support exactly when built with CUDA.
 #include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cortado/gpu.hpp"
@@ -98,6 +100,36 @@ LayerRun RunInPlace(const std::string& text, const std::vector<int>& shape, Devi
   run.dx = blob.ReadDiff();
   ReadParams(*layer, &run);
   return run;
+}
+
+// Forward and Backward twice on one GPU layer with the same bottoms and top diff: the top, the bottom
+// diffs and the parameter diffs must be the same bits both times (the chunked channel sums add their
+// partials in a fixed order, without atomics).
+void ExpectRepeatable(const std::string& text, const std::vector<std::vector<int>>& shapes) {
+  SCOPED_TRACE(text);
+  LayerFixture f(text, shapes, 1, 1701, Device::kGPU);
+  for (size_t b = 0; b < shapes.size(); ++b)
+    f.bottom(static_cast<int>(b)).WriteData(Gaussian(static_cast<size_t>(Count(shapes[b])), 21 + b));
+  f.top(0).WriteDiff(Gaussian(static_cast<size_t>(f.top(0).count()), 30));
+  std::vector<std::vector<float>> first;
+  for (int run = 0; run < 2; ++run) {
+    f.Forward();
+    f.Backward();
+    f.ctx().Synchronize();
+    std::vector<std::vector<float>> out = {f.top(0).ReadData()};
+    for (Blob* b : f.bottom()) out.push_back(b->ReadDiff());
+    for (auto& p : f.layer().blobs()) out.push_back(p->ReadDiff());
+    if (run == 0) {
+      first = out;
+      continue;
+    }
+    ASSERT_EQ(out.size(), first.size());
+    for (size_t k = 0; k < out.size(); ++k) {
+      ASSERT_EQ(out[k].size(), first[k].size());
+      EXPECT_EQ(std::memcmp(out[k].data(), first[k].data(), out[k].size() * sizeof(float)), 0)
+          << "result " << k << " (top, bottom diffs, parameter diffs) differs between two runs";
+    }
+  }
 }
 
 GpuCompareOptions Wide(float std) {
@@ -211,6 +243,41 @@ TEST(BiasGpu, MatchesCpu) {
   const std::string text = "name: 'b' type: 'Bias' bias_param { filler { type: 'gaussian' } }";
   ExpectRunsMatch(RunInPlace(text, {4, 3, 5}, Device::kGPU), RunInPlace(text, {4, 3, 5}, Device::kCPU), 1e-4f,
                   "in place");
+}
+
+// Shapes whose channels split into several chunks of the GPU's channel sums (kernels/channel_sums.hpp):
+// chunk boundaries inside an image, a thread's stride across images, spatial 1, the grid's full target;
+// 3 and 5 channels divide neither the grid nor the chunks evenly.
+const std::vector<std::vector<int>> kChunkedShapes = {
+    {8, 3, 67, 67},     // 9 chunks of 3991 values per channel, images of 4489
+    {300, 5, 7, 7},     // 4 chunks; a thread's step of 256 values spans 5 images and 11 positions
+    {20000, 3},         // 5 chunks, spatial 1
+    {40, 5, 150, 150},  // 205 chunks: kChannelSumBlocks / channels, rounded up
+};
+const std::string kGaussianFillers = " filler { type: 'gaussian' } bias_filler { type: 'gaussian' } ";
+
+TEST(NormGpu, ChunkedChannelSumsMatchCpu) {
+  SKIP_WITHOUT_GPU();
+  for (const std::vector<int>& shape : kChunkedShapes) {
+    SCOPED_TRACE(testing::PrintToString(shape));
+    ExpectGpuMatchesCpu("type: 'BatchNorm' phase: TRAIN batch_norm_param { use_global_stats: false }", {shape});
+    ExpectGpuMatchesCpu("type: 'Scale' scale_param { axis: 1 bias_term: true" + kGaussianFillers + "}", {shape});
+    ExpectGpuMatchesCpu("type: 'Bias' bias_param { filler { type: 'gaussian' } }", {shape});
+  }
+  // The gradient written into a second bottom rather than added to a blob.
+  ExpectGpuMatchesCpu("type: 'Scale' scale_param { bias_term: true" + kGaussianFillers + "}", {{8, 3, 67, 67}, {3}});
+  ExpectGpuMatchesCpu("type: 'Bias'", {{8, 3, 67, 67}, {3}});
+}
+
+TEST(NormGpu, ChunkedChannelSumsAreRepeatableBitForBit) {
+  SKIP_WITHOUT_GPU();
+  for (const std::vector<int>& shape : {kChunkedShapes[0], kChunkedShapes[3]}) {
+    SCOPED_TRACE(testing::PrintToString(shape));
+    ExpectRepeatable("type: 'BatchNorm' phase: TRAIN batch_norm_param { use_global_stats: false }", {shape});
+    ExpectRepeatable("type: 'Scale' scale_param { axis: 1 bias_term: true" + kGaussianFillers + "}", {shape});
+    ExpectRepeatable("type: 'Bias' bias_param { filler { type: 'gaussian' } }", {shape});
+  }
+  ExpectRepeatable("type: 'Scale' scale_param { bias_term: true" + kGaussianFillers + "}", {{8, 3, 67, 67}, {3}});
 }
 
 TEST(NormGpu, NoDeviceAllocationInAStep) {

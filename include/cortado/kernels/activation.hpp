@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "cortado/context.hpp"
+#include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 
 namespace cortado {
 
@@ -56,9 +57,13 @@ void PReLUForwardGpu(Context& ctx, int64_t n, int channels, int64_t dim, bool sh
 void PReLUBackwardGpu(Context& ctx, int64_t n, int channels, int64_t dim, bool shared, const float* slope,
                       const float* x, const float* dy, float* dx);
 // slope_diff[c] += Σ over the elements of channel c of dy·x·(x ≤ 0) (shared: slope_diff[0] += the sum
-// over all elements). Shared needs `partial`, `channels` floats of scratch (unused otherwise: may be
-// null). Deterministic: fixed reduction order, no atomics.
+// over all elements), in double. `scratch`: PReLUSlopeScratchFloats(...) floats of partial sums.
+// Deterministic: fixed reduction order, no atomics.
 void PReLUSlopeGradGpu(Context& ctx, int num, int channels, int64_t dim, bool shared, const float* x,
-                       const float* dy, float* partial, float* slope_diff);
+                       const float* dy, float* scratch, float* slope_diff);
+inline int PReLUSlopeScratchFloats(int num, int channels, int64_t dim, bool shared) {
+  return shared ? ChannelSumScratchFloats(1, 1, static_cast<int64_t>(num) * channels * dim, 1)
+                : ChannelSumScratchFloats(num, channels, dim, 1);
+}
 
 }  // namespace cortado

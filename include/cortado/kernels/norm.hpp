@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "cortado/context.hpp"
+#include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 
 namespace cortado {
 
@@ -31,14 +32,15 @@ void LrnBackwardGpu(Context& ctx, const LrnShape& s, const float* x, const float
                     const float* dy, float* dx);
 
 // ---- BatchNorm (batch_norm.cu) -------------------------------------------------------------------
-// x, y, x_norm, dy, dx: (num, channels, spatial). mean, std: `channels` values each.
-// Batch statistics (one block per channel, sums in double): mean = Σx / m, var = Σ(x − mean)² / m
-// over the m = num · spatial values of the channel, std = sqrt(var + eps), and the running sums
-// running_mean = running_mean · maf + mean, running_var = running_var · maf + correction · var,
-// *factor = *factor · maf + 1.
+// x, y, x_norm, dy, dx: (num, channels, spatial). mean, std: `channels` values each. `scratch`: the
+// chunked sums' partials, ChannelSumScratchFloats(num, channels, spatial, 2) floats.
+// Batch statistics (chunked channel sums in double, kernels/channel_sums.hpp): mean = Σx / m,
+// var = Σ(x − mean)² / m over the m = num · spatial values of the channel, std = sqrt(var + eps), and
+// the running sums running_mean = running_mean · maf + mean,
+// running_var = running_var · maf + correction · var, *factor = *factor · maf + 1.
 void BatchNormBatchStatsGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* x,
                             float eps, float maf, float correction, float* running_mean, float* running_var,
-                            float* factor, float* mean, float* std);
+                            float* factor, float* mean, float* std, float* scratch);
 // Global statistics: with f = (*factor == 0 ? 0 : 1 / *factor), mean = f · running_mean and
 // std = sqrt(f · running_var + eps).
 void BatchNormGlobalStatsGpu(Context& ctx, int64_t channels, float eps, const float* running_mean,
@@ -47,9 +49,10 @@ void BatchNormGlobalStatsGpu(Context& ctx, int64_t channels, float eps, const fl
 void BatchNormForwardGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* x,
                          const float* mean, const float* std, float* y, float* x_norm);
 // global: dx = dy / std[c]; else dx = (dy − mean(dy) − x_norm · mean(dy · x_norm)) / std[c], the two
-// means per channel (summed in double) kept in `sums` (2 · channels floats). dx may be dy.
+// means per channel (chunked sums in double) kept in `sums` (2 · channels floats). dx may be dy.
 void BatchNormBackwardGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, bool global,
-                          const float* dy, const float* x_norm, const float* std, float* sums, float* dx);
+                          const float* dy, const float* x_norm, const float* std, float* sums, float* scratch,
+                          float* dx);
 
 // ---- Scale and Bias (scale.cu) -------------------------------------------------------------------
 // x, y: (outer, dim, inner). y = x · scale[d] + bias[d], where a null scale reads as 1 and a null
@@ -57,8 +60,8 @@ void BatchNormBackwardGpu(Context& ctx, int64_t num, int64_t channels, int64_t s
 void ScaleBiasForwardGpu(Context& ctx, int64_t outer, int64_t dim, int64_t inner, const float* x,
                          const float* scale, const float* bias, float* y);
 // out[d] = (accumulate ? out[d] : 0) + Σ_{o, i} a · b over (outer, inner), b null reading as 1
-// (one block per d, summed in double).
+// (chunked sums in double; `scratch`: ChannelSumScratchFloats(outer, dim, inner, 1) floats).
 void ChannelSumGpu(Context& ctx, int64_t outer, int64_t dim, int64_t inner, const float* a, const float* b,
-                   bool accumulate, float* out);
+                   bool accumulate, float* scratch, float* out);
 
 }  // namespace cortado

@@ -1,9 +1,10 @@
 // activations.cu — the kernels of AbsVal, BNLL, Power, Exp, Log, Threshold, Clip, ELU, Swish and PReLU
 // (kernels/activation.hpp). Each is one grid-stride loop with the same formula as the layer's CPU
-// loop, except PReLU's slope gradient: one block per channel sums its elements in double in a fixed
-// order (no atomics, so the same inputs give the same gradient), and a shared slope adds the
-// channels' sums with one more block.
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+// loop, except PReLU's slope gradient: chunked channel sums in double in a fixed order
+// (cuda/channel_sums.cuh; no atomics, so the same inputs give the same gradient), a shared slope
+// summing the whole bottom as one channel.
+#include "cortado/cuda/channel_sums.cuh"  // cuda::QueueChannelSums
+#include "cortado/cuda/resources.hpp"     // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/kernels/activation.hpp"
 
 namespace cortado {
@@ -134,40 +135,21 @@ __global__ void PReLUBackwardKernel(int64_t n, int channels, int64_t dim, bool s
   CORTADO_KERNEL_LOOP(i, n) dx[i] = x[i] > 0 ? dy[i] : dy[i] * slope[ChannelOf(i, channels, dim, shared)];
 }
 
-// Sums a block's per-thread values in shared memory (blockDim.x == cuda::kThreads, a power of two);
-// every thread gets the total.
-__device__ double BlockSum(double value) {
-  __shared__ double partial[cuda::kThreads];
-  partial[threadIdx.x] = value;
-  __syncthreads();
-  for (int half = cuda::kThreads / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) partial[threadIdx.x] += partial[threadIdx.x + half];
-    __syncthreads();
+struct SumOfSlopeTerms {  // Σ dy · x · (x ≤ 0), the product in float as the CPU takes it
+  static constexpr int kSums = 1;
+  const float* x;
+  const float* dy;
+  __device__ void operator()(int64_t i, int64_t, double* sum) const {
+    if (x[i] <= 0) sum[0] += dy[i] * x[i];
   }
-  return partial[0];
-}
+};
 
-// Block c: out[c] (+)= Σ_{k < num, d < dim} dy·x·(x ≤ 0) at element (k·channels + c)·dim + d.
-__global__ void PReLUSlopeGradKernel(int num, int channels, int64_t dim, const float* x, const float* dy,
-                                     bool accumulate, float* out) {
-  const int c = blockIdx.x;
-  const int64_t per_channel = static_cast<int64_t>(num) * dim;
-  double sum = 0;
-  for (int64_t j = threadIdx.x; j < per_channel; j += cuda::kThreads) {
-    const int64_t i = ((j / dim) * channels + c) * dim + j % dim;
-    if (x[i] <= 0) sum += dy[i] * x[i];
+struct AddSlopeDiff {  // slope_diff[c] += Σ
+  float* slope_diff;
+  __device__ void operator()(int64_t c, const double* total) const {
+    slope_diff[c] = static_cast<float>(slope_diff[c] + total[0]);
   }
-  const double total = BlockSum(sum);
-  if (threadIdx.x == 0) out[c] = static_cast<float>(accumulate ? out[c] + total : total);
-}
-
-// One block: *out += Σ partial[0..n).
-__global__ void SumIntoKernel(int n, const float* partial, float* out) {
-  double sum = 0;
-  for (int j = threadIdx.x; j < n; j += cuda::kThreads) sum += partial[j];
-  const double total = BlockSum(sum);
-  if (threadIdx.x == 0) *out += static_cast<float>(total);
-}
+};
 
 }  // namespace
 
@@ -236,15 +218,13 @@ void PReLUBackwardGpu(Context& ctx, int64_t n, int channels, int64_t dim, bool s
 }
 
 void PReLUSlopeGradGpu(Context& ctx, int num, int channels, int64_t dim, bool shared, const float* x,
-                       const float* dy, float* partial, float* slope_diff) {
-  if (channels == 0) return;
-  cudaStream_t stream = cuda::Stream(ctx);
-  PReLUSlopeGradKernel<<<channels, cuda::kThreads, 0, stream>>>(num, channels, dim, x, dy, !shared,
-                                                                shared ? partial : slope_diff);
-  CORTADO_CUDA_LAUNCH_CHECK();
-  if (!shared) return;
-  SumIntoKernel<<<1, cuda::kThreads, 0, stream>>>(channels, partial, slope_diff);
-  CORTADO_CUDA_LAUNCH_CHECK();
+                       const float* dy, float* scratch, float* slope_diff) {
+  const int64_t n = static_cast<int64_t>(num) * channels * dim;
+  if (shared) {  // the bottom as one channel of n values
+    cuda::QueueChannelSums(ctx, 1, 1, n, scratch, SumOfSlopeTerms{x, dy}, AddSlopeDiff{slope_diff});
+  } else {
+    cuda::QueueChannelSums(ctx, num, channels, dim, scratch, SumOfSlopeTerms{x, dy}, AddSlopeDiff{slope_diff});
+  }
 }
 
 }  // namespace cortado

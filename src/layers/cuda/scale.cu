@@ -1,8 +1,8 @@
 // scale.cu — the kernels of Scale and Bias (kernels/norm.hpp): y = x · γ[d] + β[d] over
-// (outer, dim, inner), and per-d sums over (outer, inner) — one block per d, reduced in double with cub.
-#include <cub/block/block_reduce.cuh>
-
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+// (outer, dim, inner), and per-d sums over (outer, inner) — chunked channel sums in double
+// (cuda/channel_sums.cuh).
+#include "cortado/cuda/channel_sums.cuh"  // cuda::QueueChannelSums
+#include "cortado/cuda/resources.hpp"     // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/kernels/norm.hpp"
 
 namespace cortado {
@@ -18,21 +18,22 @@ __global__ void ScaleBiasKernel(int64_t n, int64_t dim, int64_t inner, const flo
   }
 }
 
-// Block d: out[d] (+)= Σ_{o, i} a · b.
-__global__ void ChannelSumKernel(int64_t outer, int64_t dim, int64_t inner, const float* a, const float* b,
-                                 bool accumulate, float* out) {
-  const int64_t d = blockIdx.x;
-  const int64_t m = outer * inner;
-  double sum = 0;
-  for (int64_t j = threadIdx.x; j < m; j += blockDim.x) {
-    const int64_t i = (j / inner * dim + d) * inner + j % inner;
-    sum += b ? static_cast<double>(a[i]) * b[i] : a[i];
+struct SumOfProducts {  // Σ a · b, b null reading as 1
+  static constexpr int kSums = 1;
+  const float* a;
+  const float* b;
+  __device__ void operator()(int64_t i, int64_t, double* sum) const {
+    sum[0] += b ? static_cast<double>(a[i]) * b[i] : a[i];
   }
-  using Reduce = cub::BlockReduce<double, cuda::kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const double total = Reduce(storage).Sum(sum);
-  if (threadIdx.x == 0) out[d] = static_cast<float>(accumulate ? out[d] + total : total);
-}
+};
+
+struct StoreSum {  // out[d] = (accumulate ? out[d] : 0) + Σ
+  bool accumulate;
+  float* out;
+  __device__ void operator()(int64_t d, const double* total) const {
+    out[d] = static_cast<float>(accumulate ? out[d] + total[0] : total[0]);
+  }
+};
 
 }  // namespace
 
@@ -45,11 +46,8 @@ void ScaleBiasForwardGpu(Context& ctx, int64_t outer, int64_t dim, int64_t inner
 }
 
 void ChannelSumGpu(Context& ctx, int64_t outer, int64_t dim, int64_t inner, const float* a, const float* b,
-                   bool accumulate, float* out) {
-  if (dim == 0) return;
-  ChannelSumKernel<<<static_cast<unsigned>(dim), cuda::kThreads, 0, cuda::Stream(ctx)>>>(outer, dim, inner, a, b,
-                                                                                          accumulate, out);
-  CORTADO_CUDA_LAUNCH_CHECK();
+                   bool accumulate, float* scratch, float* out) {
+  cuda::QueueChannelSums(ctx, outer, dim, inner, scratch, SumOfProducts{a, b}, StoreSum{accumulate, out});
 }
 
 }  // namespace cortado

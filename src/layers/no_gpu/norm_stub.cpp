@@ -15,7 +15,7 @@ void LrnBackwardGpu(Context&, const LrnShape&, const float*, const float*, const
 }
 
 void BatchNormBatchStatsGpu(Context&, int64_t, int64_t, int64_t, const float*, float, float, float, float*, float*,
-                            float*, float*, float*) {
+                            float*, float*, float*, float*) {
   NoCuda();
 }
 void BatchNormGlobalStatsGpu(Context&, int64_t, float, const float*, const float*, const float*, float*, float*) {
@@ -26,13 +26,15 @@ void BatchNormForwardGpu(Context&, int64_t, int64_t, int64_t, const float*, cons
   NoCuda();
 }
 void BatchNormBackwardGpu(Context&, int64_t, int64_t, int64_t, bool, const float*, const float*, const float*, float*,
-                          float*) {
+                          float*, float*) {
   NoCuda();
 }
 
 void ScaleBiasForwardGpu(Context&, int64_t, int64_t, int64_t, const float*, const float*, const float*, float*) {
   NoCuda();
 }
-void ChannelSumGpu(Context&, int64_t, int64_t, int64_t, const float*, const float*, bool, float*) { NoCuda(); }
+void ChannelSumGpu(Context&, int64_t, int64_t, int64_t, const float*, const float*, bool, float*, float*) {
+  NoCuda();
+}
 
 }  // namespace cortado

@@ -1,0 +1,33 @@
+// kernels/channel_sums.hpp — how the GPU's per-channel sums split their work (BatchNorm's statistics,
+// Scale's and Bias's parameter gradients, PReLU's slope gradient; kernels in cuda/channel_sums.cuh),
+// so that a layer's Reshape sizes its scratch exactly as the launcher will use it. Over
+// (num, channels, spatial), each channel's m = num · spatial values are cut into `chunks` pieces of
+// one block each, so that a few channels still fill the GPU; every block stores its sums (doubles) in
+// the scratch, and a small kernel then adds each channel's partial sums in a fixed order (no atomics:
+// the same inputs give the same bits, eagerly and in a CUDA graph). No CUDA types.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace cortado {
+
+// The grid the sums aim at (an H100 holds 132 SMs × 8 blocks of 256 threads), and the fewest values
+// a chunk takes (16 per thread), so that a small channel stays one block.
+constexpr int64_t kChannelSumBlocks = 1024;
+constexpr int64_t kChannelSumMinChunk = 4096;
+
+// Chunks per channel: ceil(kChannelSumBlocks / channels), at most ceil(m / kChannelSumMinChunk),
+// at least 1. Depends on the shape only, never on the device, so every GPU sums in the same order.
+inline int64_t ChannelSumChunks(int64_t num, int64_t channels, int64_t spatial) {
+  const int64_t wanted = (kChannelSumBlocks + channels - 1) / std::max<int64_t>(channels, 1);
+  const int64_t most = (num * spatial + kChannelSumMinChunk - 1) / kChannelSumMinChunk;
+  return std::max<int64_t>(1, std::min(wanted, most));
+}
+
+// Floats of scratch for `sums` sums per channel: a double per (sum, channel, chunk).
+inline int ChannelSumScratchFloats(int64_t num, int64_t channels, int64_t spatial, int sums) {
+  return static_cast<int>(2 * sums * channels * ChannelSumChunks(num, channels, spatial));
+}
+
+}  // namespace cortado
