@@ -34,7 +34,9 @@
 #include "cortado/filler.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/im2col.hpp"
+#include "cortado/kernels/channel_sums.hpp"
 #include "cortado/kernels/dense.hpp"
+#include "cortado/kernels/norm.hpp"  // ChannelSumGpu
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -261,7 +263,7 @@ class ConvolutionLayer : public Layer {
         continue;
       }
       const auto [hw, mg, kg] = GemmSizes();
-      if (db) ChannelBiasGradientGpu(ctx_, num_, num_output_, hw, dy, db);
+      if (db) ChannelSumGpu(ctx_, num_, num_output_, hw, dy, nullptr, true, workspace_->data(), db);
       if (!dw && !dx) continue;
       float* col = col_->data();
       for (int n = 0; n < num_; ++n) {
@@ -299,7 +301,8 @@ class ConvolutionLayer : public Layer {
     const int64_t col_floats = geom_.col_rows() * geom_.out_size();
     CHECK_LE(col_floats, int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
     col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
-    workspace_->Reshape(std::vector<int>{0});
+    // The bias gradient's chunked channel sums (kernels/channel_sums.hpp).
+    workspace_->Reshape(std::vector<int>{bias_term_ ? ChannelSumScratchFloats(num_, num_output_, geom_.out_size(), 1) : 0});
   }
 
   size_t WorkspaceBytes() const { return static_cast<size_t>(workspace_->count()) * sizeof(float); }

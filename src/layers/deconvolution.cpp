@@ -26,7 +26,9 @@
 #include "cortado/filler.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/im2col.hpp"
+#include "cortado/kernels/channel_sums.hpp"
 #include "cortado/kernels/dense.hpp"
+#include "cortado/kernels/norm.hpp"  // ChannelSumGpu
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -53,6 +55,7 @@ class DeconvolutionLayer : public Layer {
         std::vector<int>{channels_, num_output_ / group_, geom_.kernel_h, geom_.kernel_w}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
     col_ = AddScratch();
+    if (ctx_.device() == Device::kGPU && bias_term_) bias_sums_ = AddWorkspace();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -74,6 +77,9 @@ class DeconvolutionLayer : public Layer {
     const int64_t col_floats = geom_.col_rows() * geom_.out_size();
     CHECK_LE(col_floats, int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
     col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
+    if (bias_sums_)  // the bias gradient's chunked channel sums (kernels/channel_sums.hpp)
+      bias_sums_->Reshape(
+          std::vector<int>{ChannelSumScratchFloats(num_, num_output_, int64_t{geom_.height} * geom_.width, 1)});
   }
 
   void InitParams() override {
@@ -165,7 +171,9 @@ class DeconvolutionLayer : public Layer {
     float* col = col_->data();
     for (size_t i = 0; i < top.size(); ++i) {
       float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
-      if (db) ChannelBiasGradientGpu(ctx_, num_, num_output_, int64_t{geom_.height} * geom_.width, top[i]->diff(), db);
+      if (db)
+        ChannelSumGpu(ctx_, num_, num_output_, int64_t{geom_.height} * geom_.width, top[i]->diff(), nullptr, true,
+                      bias_sums_->data(), db);
       if (!dw && !dx) continue;
       for (int n = 0; n < num_; ++n) {
         Im2ColGpu(ctx_, top[i]->diff() + n * OutputFloats(), geom_, col);
@@ -207,6 +215,7 @@ class DeconvolutionLayer : public Layer {
   bool bias_term_ = true;
   int num_ = 0, height_ = 0, width_ = 0;  // the bottom's
   Blob* col_ = nullptr;                   // one image's columns
+  Blob* bias_sums_ = nullptr;             // GPU: the bias gradient's partial sums (a workspace)
 };
 
 CORTADO_REGISTER_LAYER(Deconvolution, DeconvolutionLayer);

@@ -92,10 +92,8 @@ void StoPoolBackwardTestGpu(Context& ctx, const PoolShape& s, const float* x, co
 // im2col.hpp with num = 1, and back (Col2ImGpu overwrites the image with the sum of its columns).
 void Im2ColGpu(Context& ctx, const float* image, const ConvGeometry& g, float* col);
 void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* image);
-// y (num, channels, spatial) += bias[channel];  db[c] += Σ_{n, q} dy[n][c][q].
+// y (num, channels, spatial) += bias[channel] (the bias gradient is ChannelSumGpu, kernels/norm.hpp).
 void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* bias, float* y);
-void ChannelBiasGradientGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* dy,
-                            float* db);
 
 // ---- Convolution, cuDNN engine (cudnn/convolution_cudnn.cpp) -------------------------------------
 // Whether this build has cuDNN (false in a CUDA build without it and in a CPU-only build, whose

@@ -1,7 +1,6 @@
 // convolution.cu — the im2col engine's kernels (kernels/dense.hpp): im2col and col2im for one image
 // in im2col.hpp's layout, and the per-channel bias and its gradient. In a CUDA build without cuDNN it
 // also holds the cuDNN engine's stand-ins, which say that engine is missing.
-#include <cub/block/block_reduce.cuh>
 
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
 #include "cortado/error.hpp"
@@ -74,21 +73,6 @@ __global__ void AddChannelBiasKernel(int64_t n, int64_t channels, int64_t spatia
   CORTADO_KERNEL_LOOP(k, n) y[k] += bias[k / spatial % channels];
 }
 
-// One block per channel.
-__global__ void ChannelBiasGradientKernel(int64_t num, int64_t channels, int64_t spatial, const float* dy,
-                                          float* db) {
-  const int64_t c = blockIdx.x;
-  float sum = 0.0f;
-  for (int64_t n = 0; n < num; ++n) {
-    const float* row = dy + (n * channels + c) * spatial;
-    for (int64_t q = threadIdx.x; q < spatial; q += blockDim.x) sum += row[q];
-  }
-  using Reduce = cub::BlockReduce<float, cuda::kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const float total = Reduce(storage).Sum(sum);
-  if (threadIdx.x == 0) db[c] += total;
-}
-
 Geometry WithOutputSize(const ConvGeometry& g) { return {g, g.out_h(), g.out_w()}; }
 
 }  // namespace
@@ -111,14 +95,6 @@ void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spat
   const int64_t n = num * channels * spatial;
   if (n == 0) return;
   AddChannelBiasKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, channels, spatial, bias, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
-}
-
-void ChannelBiasGradientGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* dy,
-                            float* db) {
-  if (channels == 0) return;
-  ChannelBiasGradientKernel<<<static_cast<unsigned>(channels), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      num, channels, spatial, dy, db);
   CORTADO_CUDA_LAUNCH_CHECK();
 }
 

@@ -42,7 +42,6 @@ void StoPoolBackwardTestGpu(Context&, const PoolShape&, const float*, const floa
 void Im2ColGpu(Context&, const float*, const ConvGeometry&, float*) { NoCuda(); }
 void Col2ImGpu(Context&, const float*, const ConvGeometry&, float*) { NoCuda(); }
 void AddChannelBiasGpu(Context&, int64_t, int64_t, int64_t, const float*, float*) { NoCuda(); }
-void ChannelBiasGradientGpu(Context&, int64_t, int64_t, int64_t, const float*, float*) { NoCuda(); }
 
 bool BuiltWithCudnn() { return false; }
 CudnnConvolutionPtr CreateCudnnConvolution() { NoCuda(); }
