@@ -19,6 +19,9 @@ class DummyDataLayer : public Layer {
   const char* type() const override { return "DummyData"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // random fillers are drawn on the host
+  // GPU nets: every top's values are known on the host (a constant, or the draws before their upload),
+  // so class labels are checked there and the loss that reads them neither waits nor blocks graphs.
+  bool CanCheckLabels() const override { return true; }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
 
@@ -73,7 +76,9 @@ class DummyDataLayer : public Layer {
     for (size_t i = 0; i < top.size(); ++i) {
       Blob* t = top[i];
       if (fillers_[i].type() == "constant") {  // draws nothing from the RNG on the CPU either
-        gpu_set(ctx_, t->count(), fillers_[i].value(), t->data());
+        const float value = fillers_[i].value();
+        CheckLabelsOnHost(static_cast<int>(i), &value, t->count() > 0 ? 1 : 0);  // every position holds it
+        gpu_set(ctx_, t->count(), value, t->data());
         continue;
       }
       host_.assign(static_cast<size_t>(t->count()), 0.0f);
@@ -84,6 +89,7 @@ class DummyDataLayer : public Layer {
       } catch (const Error& e) {
         Fail(Describe(), ": ", e.what());  // e.g. an unknown filler type
       }
+      CheckLabelsOnHost(static_cast<int>(i), host_.data(), t->count());
       UploadAndWait(ctx_, t->count(), host_.data(), t->data());
     }
   }

@@ -287,8 +287,9 @@ TEST(TrainingGpuGraphs, LabelsOnlyTheGpuCanCheckTurnGraphsOff) {
 layer { name: "data" type: "DummyData" top: "data" top: "label"
         dummy_data_param { shape { dim: 8 dim: 5 } shape { dim: 8 }
                            data_filler { type: "gaussian" } data_filler { type: "constant" value: 2 } } }
+layer { name: "computed" type: "Power" bottom: "label" top: "computed_label" }
 layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "computed_label" top: "loss" }
 )");
   SolverParameter param;
   ReadProtoFromTextString("base_lr: 0.01 lr_policy: 'fixed' max_iter: 10 solver_mode: GPU random_seed: 1 "
@@ -296,7 +297,7 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
                           &param);
   param.set_net(net);
   Solver solver(param);
-  EXPECT_FALSE(solver.gpu_stepper()->using_graphs()) << "the loss waits for the GPU to check its labels";
+  EXPECT_FALSE(solver.gpu_stepper()->using_graphs()) << "the loss waits for the GPU to check computed labels";
   solver.Step(3);  // eager steps still train
   EXPECT_TRUE(std::isfinite(solver.smoothed_loss()));
 }
@@ -321,6 +322,36 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
   EXPECT_NE(error.find("layer loss (SoftmaxWithLoss): label 4 (at position 4) is outside the valid range [0, 4)"),
             std::string::npos)
       << error;
+}
+
+// DummyData's labels (constant or drawn) are known on the host: checked there, graphs stay on.
+TEST(TrainingGpuGraphs, DummyDataLabelsAreCheckedOnTheHost) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  for (const std::string label : {"type: 'constant' value: 2", "type: 'constant' value: 3"}) {
+    const std::string net = dir + "/dummy.prototxt";
+    WriteFile(net, "name: 'dummy'\nlayer { name: 'data' type: 'DummyData' top: 'data' top: 'label' dummy_data_param {"
+                   " shape { dim: 8 dim: 5 } shape { dim: 8 } data_filler { type: 'gaussian' } data_filler { " +
+                       label + " } } }\n" R"(
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)");
+    SolverParameter param;
+    ReadProtoFromTextString("base_lr: 0.01 lr_policy: 'fixed' max_iter: 10 solver_mode: GPU random_seed: 1 "
+                            "snapshot_after_train: false",
+                            &param);
+    param.set_net(net);
+    Solver solver(param);
+    EXPECT_TRUE(solver.gpu_stepper()->using_graphs());
+    if (label.find("value: 2") != std::string::npos) {
+      solver.Step(3);
+      EXPECT_TRUE(std::isfinite(solver.smoothed_loss()));
+    } else {
+      EXPECT_NE(ErrorOf([&] { solver.Step(1); }).find("layer loss (SoftmaxWithLoss): label 3 (at position 0) is "
+                                                       "outside the valid range [0, 3)"),
+                std::string::npos);
+    }
+  }
 }
 
 TEST(TrainingGpuGraphs, DivergenceIsCaughtAtTheNextDisplayNamingItsIteration) {
