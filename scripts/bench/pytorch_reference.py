@@ -1,20 +1,30 @@
 #!/usr/bin/python3
 """pytorch_reference.py — the PyTorch half of scripts/bench/gpu.sh: Caffe's LeNet and cifar10_quick
 trained in PyTorch on the GPU with the recipes of models/mnist/lenet_solver.prototxt and
-models/cifar10/cifar10_quick_solver.prototxt, the data already on the GPU.
+models/cifar10/cifar10_quick_solver.prototxt, and Caffe's ResNet-50 (models/resnet/, plain torch.nn:
+torchvision is not needed), the data already on the GPU.
 
   --net lenet           MNIST training images from the IDX files (--data), batch 64, SGD momentum
                         0.9, base_lr 0.01 (biases x2), weight decay 5e-4, lr policy inv
   --net cifar10_quick   CIFAR-shaped images (random uint8, fixed seed, minus their mean), batch 100,
                         base_lr 0.001 (biases x2), momentum 0.9, weight decay 0.004, fixed lr
+  --net resnet50        training throughput of Caffe's ResNet-50 (ResNet50 below) at --batch (default
+                        128): one fixed batch of random images and labels, SGD momentum 0.9, lr 0.01,
+                        weight decay 1e-4; --warmup steps (default 10) untimed, then --iters (default
+                        30) timed; --precision fp32 or tf32 (default) for convolutions and matmuls
   --mode eager          a plain training loop (cudnn.benchmark on)
   --mode graph          the whole step (forward, backward, update) captured once as a CUDA graph
-                        and replayed, the batch copied into the graph's static input first
+                        and replayed, the batch copied into the graph's static input first (lenet and
+                        cifar10_quick)
+  --precision fp32|tf32 TF32 off or on for cuDNN convolutions and cuBLAS matmuls; without it the
+                        small nets keep PyTorch's defaults
+  --device cpu          tries the script without a GPU (eager only)
 
 Batches are taken in order, wrapping around, as Caffe's data layer reads. The training time is
-measured from the first step to a synchronise after the last (model set-up, data upload and the
-graph's warm-up and capture excluded). The last line is machine-readable:
-"RESULT net=N mode=M iters=I train_s=T img_per_s=R peak_reserved_mib=P loss=L".
+measured from the first step (the first after --warmup) to a synchronise after the last (model
+set-up, data upload and the graph's warm-up and capture excluded). The last line is
+machine-readable: "RESULT net=N mode=M iters=I train_s=T img_per_s=R peak_reserved_mib=P loss=L"
+(resnet50 adds "batch=B precision=P warmup=W").
 """
 import argparse
 import math
@@ -54,6 +64,121 @@ class Cifar10Quick(nn.Module):
         return self.ip2(self.ip1(x.flatten(1)))
 
 
+class Bottleneck(nn.Module):
+    """One block res{2..5}{a..f} of Caffe's ResNet-50: branch2a 1x1 (carrying the block's stride, as
+    Caffe's prototxt does) -> BN -> ReLU -> branch2b 3x3 pad 1 -> BN -> ReLU -> branch2c 1x1 (4x the
+    width) -> BN, plus the shortcut: identity, or in each stage's first block branch1, a 1x1
+    projection with the same stride -> BN; then ReLU. Convolutions without bias (bias_term: false);
+    Caffe's BatchNorm + Scale pair is one affine BatchNorm2d (eps 1e-5 both)."""
+
+    def __init__(self, cin, width, stride, project):
+        super().__init__()
+        cout = 4 * width
+        self.branch2a = nn.Conv2d(cin, width, 1, stride, bias=False)
+        self.bn2a = nn.BatchNorm2d(width)
+        self.branch2b = nn.Conv2d(width, width, 3, 1, 1, bias=False)
+        self.bn2b = nn.BatchNorm2d(width)
+        self.branch2c = nn.Conv2d(width, cout, 1, bias=False)
+        self.bn2c = nn.BatchNorm2d(cout)
+        self.branch1 = (nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+                        if project else None)
+
+    def forward(self, x):
+        y = F.relu(self.bn2a(self.branch2a(x)))
+        y = F.relu(self.bn2b(self.branch2b(y)))
+        y = self.bn2c(self.branch2c(y))
+        return F.relu(y + (x if self.branch1 is None else self.branch1(x)))
+
+
+class ResNet50(nn.Module):
+    """Caffe's ResNet-50 (Kaiming He's original, models/resnet/ResNet-50-deploy.prototxt): conv1 7x7/2
+    pad 3, 64, with a bias -> BN -> ReLU -> max pool 3/2 (rounding up, as Caffe: 112 -> 56) -> stages
+    res2..res5 of 3, 4, 6, 3 bottlenecks, widths 64, 128, 256, 512 (x4 out), stride 1, 2, 2, 2 on
+    each stage's first block -> average pool 7/1 -> fc1000. 53 convolutions, 25.6 M parameters."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(3, 64, 7, 2, 3)
+        self.bn_conv1 = nn.BatchNorm2d(64)
+        blocks, cin = [], 64
+        for width, count, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
+            for i in range(count):
+                blocks.append(Bottleneck(cin, width, stride if i == 0 else 1, project=i == 0))
+                cin = 4 * width
+        self.blocks = nn.Sequential(*blocks)
+        self.fc1000 = nn.Linear(2048, 1000)
+
+    def forward(self, x):
+        x = F.relu(self.bn_conv1(self.conv1(x)))
+        x = F.max_pool2d(x, 3, 2, ceil_mode=True)
+        x = F.avg_pool2d(self.blocks(x), 7, 1)
+        return self.fc1000(x.flatten(1))
+
+
+def set_precision(precision):
+    """TF32 on (tf32) or off (fp32) for cuDNN convolutions and cuBLAS matmuls: PyTorch 2.9's
+    fp32_precision settings where they exist (the allow_tf32 flags are deprecated there, and mixing
+    the two is refused), else torch.backends.cudnn.allow_tf32 and torch.backends.cuda.matmul.allow_tf32.
+    Returns what was set, for the log."""
+    tf32 = precision == "tf32"
+    try:
+        torch.backends.cuda.matmul.fp32_precision = "tf32" if tf32 else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "tf32" if tf32 else "ieee"
+        return (f"cuda.matmul.fp32_precision={torch.backends.cuda.matmul.fp32_precision} "
+                f"cudnn.conv.fp32_precision={torch.backends.cudnn.conv.fp32_precision}")
+    except (AttributeError, AssertionError):  # before PyTorch 2.9 (1.13 raises AssertionError)
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+        torch.backends.cudnn.allow_tf32 = tf32
+        return (f"cuda.matmul.allow_tf32={torch.backends.cuda.matmul.allow_tf32} "
+                f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}")
+
+
+def train_resnet50(args, device):
+    """ResNet-50 training throughput: --warmup untimed steps (cudnn.benchmark picks its algorithms in
+    the first), then --iters timed steps on one fixed batch already on the device."""
+    cuda = device.type == "cuda"
+    if args.mode != "eager":
+        sys.exit("--net resnet50 runs --mode eager only")
+    batch = args.batch or 128
+    iters = args.iters or 30
+    warmup = 10 if args.warmup is None else args.warmup
+    torch.manual_seed(1)
+    model = ResNet50().to(device).train()
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    x = torch.randn(batch, 3, 224, 224, device=device)
+    y = torch.randint(0, 1000, (batch,), device=device)
+
+    def step():
+        opt.zero_grad(set_to_none=False)
+        loss = F.cross_entropy(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    params = sum(p.numel() for p in model.parameters())
+    print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name() if cuda else 'cpu'}: resnet50 "
+          f"({params} parameters), eager, batch {batch}, {args.precision}: {args.precision_set}, "
+          f"{warmup} warm-up + {iters} timed iterations", flush=True)
+    loss = None
+    for _ in range(warmup):
+        loss = step()
+    if cuda:
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    for i in range(iters):
+        loss = step()
+        if (i + 1) % 10 == 0:
+            print(f"Iteration {warmup + i + 1}, loss = {loss.item():.4f}", flush=True)
+    if cuda:
+        torch.cuda.synchronize()
+    train_s = time.perf_counter() - start
+    peak = torch.cuda.max_memory_reserved() / 2**20 if cuda else 0.0
+    print(f"RESULT net=resnet50 mode=eager iters={iters} train_s={train_s:.3f} "
+          f"img_per_s={iters * batch / train_s:.0f} peak_reserved_mib={peak:.0f} loss={loss.item():.4f} "
+          f"batch={batch} precision={args.precision} warmup={warmup}")
+
+
 def load_data(net, data_dir, device):
     if net == "lenet":
         images = read_idx(os.path.join(data_dir, "train-images-idx3-ubyte"), 2051)
@@ -70,20 +195,33 @@ def load_data(net, data_dir, device):
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--net", choices=["lenet", "cifar10_quick"], required=True)
+    parser.add_argument("--net", choices=["lenet", "cifar10_quick", "resnet50"], required=True)
     parser.add_argument("--mode", choices=["eager", "graph"], default="eager")
-    parser.add_argument("--iters", type=int, default=0, help="default: 10000 (lenet), 5000 (cifar10_quick)")
+    parser.add_argument("--iters", type=int, default=0,
+                        help="default: 10000 (lenet), 5000 (cifar10_quick), 30 timed (resnet50)")
+    parser.add_argument("--batch", type=int, default=0, help="resnet50 only (default 128)")
+    parser.add_argument("--warmup", type=int, default=None, help="untimed steps first (default: 10 for resnet50)")
+    parser.add_argument("--precision", choices=["fp32", "tf32"], default=None,
+                        help="TF32 off or on (default: PyTorch's own settings; tf32 for resnet50)")
     parser.add_argument("--data", default=os.path.join(here, "..", "..", "data", "mnist"))
     parser.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
     args = parser.parse_args()
-    lenet = args.net == "lenet"
-    iters = args.iters or (10000 if lenet else 5000)
-    batch = 64 if lenet else 100
-    base_lr, momentum, decay = (0.01, 0.9, 5e-4) if lenet else (0.001, 0.9, 0.004)
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda:
         torch.backends.cudnn.benchmark = True
+    if args.net == "resnet50" and args.precision is None:
+        args.precision = "tf32"
+    args.precision_set = set_precision(args.precision) if args.precision else "PyTorch's defaults"
+    if args.net == "resnet50":
+        train_resnet50(args, device)
+        return
+    if args.batch or args.warmup is not None:
+        sys.exit("--batch and --warmup are for --net resnet50")
+    lenet = args.net == "lenet"
+    iters = args.iters or (10000 if lenet else 5000)
+    batch = 64 if lenet else 100
+    base_lr, momentum, decay = (0.01, 0.9, 5e-4) if lenet else (0.001, 0.9, 0.004)
     torch.manual_seed(1)
 
     x_all, y_all = load_data(args.net, args.data, device)
