@@ -17,8 +17,9 @@ bool BuiltWithCuda();
 void* GpuAllocate(size_t bytes);
 void GpuFree(void* pointer);
 // Device allocations made so far through GpuAllocate: each net's arena (cuDNN's workspace is carved
-// from it), and per GPU context cuBLAS's workspace and the StepInputs block. The test that steps
-// allocate nothing also watches the device's free memory (GpuFreeMemory) across steps.
+// from it), and per GPU context cuBLAS's workspace, the StepInputs block and gpu_all_finite's
+// counter. The test that steps allocate nothing also watches the device's free memory
+// (GpuFreeMemory) across steps.
 int64_t GpuAllocationCount();
 // Free memory on the current device, in bytes, as the driver reports it.
 size_t GpuFreeMemory();
