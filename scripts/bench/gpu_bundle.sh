@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu_bundle.sh — on the build machine (through `scripts/gpu_check.sh pack`): builds the GPU binaries
 # (Release, sm_90, no OpenCV) into build-gpu/ and packs them with what scripts/bench/gpu.sh reads on
-# the GPU machine — trainer, convert_mnist_data, cortado_tests, MNIST's IDX files (gzipped) and a
+# the GPU machine — trainer, convert_mnist_data, cortado_tests, the other tools its tests run
+# (compute_image_mean, convert_mnist_siamese_data, extract_features), MNIST's IDX files (gzipped) and a
 # CIFAR-shaped dataset (data/make_cifar10_shaped.sh) — into .gpu/bundle.tar.gz, with
 # ../shared/device/bundle.sh (which adds the shared libraries the GPU machine lacks: glog, gflags,
 # LMDB, protobuf...). The repository's own files (models/, scripts/) travel with the checkout and are
@@ -50,11 +51,12 @@ step env CORTADO_TOOLS="$BUILD_DIR/tools" CIFAR_SHAPED_DEST="$stage/cifar10" dat
 BUILD_DIR="$REPO_ROOT/build-gpu"
 export CMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}"
 CORTADO_USE_CUDA=ON CORTADO_CMAKE_ARGS="-DCORTADO_USE_OPENCV=OFF ${CORTADO_CMAKE_ARGS:-}" cortado_configure
-cortado_build trainer convert_mnist_data cortado_tests
+tools=(trainer convert_mnist_data compute_image_mean convert_mnist_siamese_data extract_features)
+cortado_build "${tools[@]}" cortado_tests
 step data/get_mnist.sh
 step mkdir -p "$stage/mnist" .gpu
 for f in train-images-idx3-ubyte train-labels-idx1-ubyte t10k-images-idx3-ubyte t10k-labels-idx1-ubyte; do
   step gzip_to "data/mnist/$f" "$stage/mnist/$f.gz"
 done
-step "$bundler" .gpu/bundle.tar.gz "$BUILD_DIR/tools/trainer" "$BUILD_DIR/tools/convert_mnist_data" \
-  "$BUILD_DIR/tests/cortado_tests" -- "$stage/mnist" "$stage/cifar10"
+step "$bundler" .gpu/bundle.tar.gz "${tools[@]/#/$BUILD_DIR/tools/}" "$BUILD_DIR/tests/cortado_tests" -- \
+  "$stage/mnist" "$stage/cifar10"
