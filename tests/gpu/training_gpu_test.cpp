@@ -186,8 +186,8 @@ TEST(TrainingGpuTf32, LossAndWeightsFollowTheCpuWithinTf32Rounding) {
 }
 
 // A device context uses TF32 exactly when the GPU has it and strict_fp32 is off, and cuBLAS follows:
-// 1 + 2^-14 rounds to 1 in TF32 (10-bit mantissa), so a product of 256 such values by ones sums to
-// 256 exactly in TF32 and to 256 + 2^-6 in FP32.
+// 1 + 2^-14 rounds to 1 in TF32 (10-bit mantissa), so a product of 1024 such values by ones sums to
+// 1024 exactly in TF32 and to 1024 + 2^-4 in FP32 (exact in any order: every partial sum fits 24 bits).
 TEST(TrainingGpuTf32, CublasRoundsToTf32OnlyWhenAllowed) {
   SKIP_WITHOUT_GPU();
   for (const bool strict : {true, false}) {
@@ -195,7 +195,7 @@ TEST(TrainingGpuTf32, CublasRoundsToTf32OnlyWhenAllowed) {
     GpuSettings settings;
     settings.strict_fp32 = strict;
     ctx.SetGpuSettings(settings);
-    const int n = 256;
+    const int n = 1024;  // large enough that cuBLAS takes tensor-core kernels when allowed
     Blob a(std::vector<int>{n, n}), b(std::vector<int>{n, n}), c(std::vector<int>{n, n});
     MemoryPlan plan(Device::kGPU);
     for (Blob* blob : {&a, &b, &c}) plan.RequestBlob(blob, false);
@@ -206,9 +206,9 @@ TEST(TrainingGpuTf32, CublasRoundsToTf32OnlyWhenAllowed) {
     ctx.Synchronize();
     const float got = c.ReadData()[0];
     if (ctx.tf32()) {
-      EXPECT_EQ(got, 256.0f) << "TF32 allowed but cuBLAS kept FP32";
+      EXPECT_EQ(got, 1024.0f) << "TF32 allowed but cuBLAS kept FP32";
     } else {
-      EXPECT_EQ(got, 256.0f + std::ldexp(1.0f, -6)) << (strict ? "strict_fp32" : "no TF32 on this GPU");
+      EXPECT_EQ(got, 1024.0f + std::ldexp(1.0f, -4)) << (strict ? "strict_fp32" : "no TF32 on this GPU");
     }
     if (!strict) EXPECT_EQ(ctx.tf32(), RunCommand("nvidia-smi --query-gpu=compute_cap --format=csv,noheader | "
                                                  "grep -qE '^([89]|[1-9][0-9])'").exit_code == 0);

@@ -200,12 +200,16 @@ void GpuStepper::RunCaptured(void** graph, const std::function<void()>& body) {
 // displayed.
 void GpuStepper::PollNonFinite(int iter) {
   if (iterations_run_ % kNonFinitePollInterval != 0) return;
-  if (poll_->queued && cudaEventQuery(poll_->landed.get()) == cudaSuccess) {
+  if (poll_->queued) {
+    const cudaError_t status = cudaEventQuery(poll_->landed.get());
+    if (status == cudaErrorNotReady) {
+      cudaGetLastError();  // not an error: the copy has not landed yet; keep it from the next launch check
+      return;
+    }
+    CORTADO_CUDA_CHECK(status);
     poll_->queued = false;
     if (*poll_->first >= 0) diverged_at_ = *poll_->first;
   }
-  if (poll_->queued) return;
-  cudaGetLastError();  // cudaEventQuery's cudaErrorNotReady is not sticky; clear it all the same
   const cudaStream_t stream = cuda::Stream(ctx_);
   CORTADO_CUDA_CHECK(cudaMemcpyAsync(poll_->first, state_ + step_stats::kFirstNonFinite, sizeof(int),
                                      cudaMemcpyDeviceToHost, stream));
