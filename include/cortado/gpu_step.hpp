@@ -73,7 +73,7 @@ class GpuStepper {
   struct Graphs;
   struct Poll;
   void RunCaptured(void** graph, const std::function<void()>& body);
-  void PollNonFinite(int iter);
+  void PollNonFinite();
   void QueuePassBody();    // forward of the capturable layers, then backward
   void QueueUpdateBody();  // statistics, then the fused update
   void DecideGraphs(bool requested);

@@ -169,7 +169,7 @@ void GpuStepper::RunPasses(int iter) {
 void GpuStepper::RunUpdate(int iter) {
   RunCaptured(&graphs_->update, [this] { QueueUpdateBody(); });
   ++iterations_run_;
-  PollNonFinite(iter);
+  PollNonFinite();
 }
 
 // From the second iteration on (the first warms up: lazy library set-up), `body` is captured into
@@ -198,7 +198,7 @@ void GpuStepper::RunCaptured(void** graph, const std::function<void()>& body) {
 // memory behind the step's work; the copy queued the time before is read if it has landed (an event
 // query, never a wait), so a diverged run stops within about two intervals even when nothing is
 // displayed.
-void GpuStepper::PollNonFinite(int iter) {
+void GpuStepper::PollNonFinite() {
   if (iterations_run_ % kNonFinitePollInterval != 0) return;
   if (poll_->queued) {
     const cudaError_t status = cudaEventQuery(poll_->landed.get());
