@@ -329,12 +329,17 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
   }
 }
 
-TEST(TrainingGpuGraphs, DivergenceIsCaughtAtTheNextDisplayNamingItsIteration) {
-  SKIP_WITHOUT_GPU();
-  const std::string dir = TempDir();
+// The tiny net's SGD solver at a rate of 1e30 without clipping: the loss is not finite within steps.
+SolverParameter DivergingSolver(const std::string& dir) {
   SolverParameter param = TinySolver(dir, "SGD", true, "diverge");
   param.set_base_lr(1e30f);
   param.clear_clip_gradients();
+  return param;
+}
+
+TEST(TrainingGpuGraphs, DivergenceIsCaughtAtTheNextDisplayNamingItsIteration) {
+  SKIP_WITHOUT_GPU();
+  SolverParameter param = DivergingSolver(TempDir());
   param.set_display(5);
   Solver solver(param);
   const std::string error = ErrorOf([&] { solver.Step(20); });
@@ -344,10 +349,7 @@ TEST(TrainingGpuGraphs, DivergenceIsCaughtAtTheNextDisplayNamingItsIteration) {
 
 TEST(TrainingGpuGraphs, DivergenceWithoutDisplayIsCaughtByThePoll) {
   SKIP_WITHOUT_GPU();
-  const std::string dir = TempDir();
-  SolverParameter param = TinySolver(dir, "SGD", true, "diverge");
-  param.set_base_lr(1e30f);
-  param.clear_clip_gradients();
+  SolverParameter param = DivergingSolver(TempDir());
   param.set_display(0);
   param.clear_test_interval();
   param.clear_test_iter();
