@@ -115,6 +115,16 @@ class ResNet50(nn.Module):
         return self.fc1000(x.flatten(1))
 
 
+def report(net, mode, iters, batch, start, loss, cuda, extra=""):
+    """Waits for the device, then prints the RESULT line (the time since `start`, perf_counter)."""
+    if cuda:
+        torch.cuda.synchronize()
+    train_s = time.perf_counter() - start
+    peak = torch.cuda.max_memory_reserved() / 2**20 if cuda else 0.0
+    print(f"RESULT net={net} mode={mode} iters={iters} train_s={train_s:.3f} "
+          f"img_per_s={iters * batch / train_s:.0f} peak_reserved_mib={peak:.0f} loss={loss.item():.4f}{extra}")
+
+
 def set_precision(precision):
     """TF32 on (tf32) or off (fp32) for cuDNN convolutions and cuBLAS matmuls: PyTorch 2.9's
     fp32_precision settings where they exist (the allow_tf32 flags are deprecated there, and mixing
@@ -170,13 +180,8 @@ def train_resnet50(args, device):
         loss = step()
         if (i + 1) % 10 == 0:
             print(f"Iteration {warmup + i + 1}, loss = {loss.item():.4f}", flush=True)
-    if cuda:
-        torch.cuda.synchronize()
-    train_s = time.perf_counter() - start
-    peak = torch.cuda.max_memory_reserved() / 2**20 if cuda else 0.0
-    print(f"RESULT net=resnet50 mode=eager iters={iters} train_s={train_s:.3f} "
-          f"img_per_s={iters * batch / train_s:.0f} peak_reserved_mib={peak:.0f} loss={loss.item():.4f} "
-          f"batch={batch} precision={args.precision} warmup={warmup}")
+    report("resnet50", "eager", iters, batch, start, loss, cuda,
+           f" batch={batch} precision={args.precision} warmup={warmup}")
 
 
 def load_data(net, data_dir, device):
@@ -297,12 +302,7 @@ def main():
             loss = step_fn(x, y)
         if (step + 1) % 1000 == 0:
             print(f"Iteration {step + 1}, loss = {loss.item():.4f}", flush=True)
-    if cuda:
-        torch.cuda.synchronize()
-    train_s = time.perf_counter() - start
-    peak = torch.cuda.max_memory_reserved() / 2**20 if cuda else 0.0
-    print(f"RESULT net={args.net} mode={args.mode} iters={iters} train_s={train_s:.3f} "
-          f"img_per_s={iters * batch / train_s:.0f} peak_reserved_mib={peak:.0f} loss={loss.item():.4f}")
+    report(args.net, args.mode, iters, batch, start, loss, cuda)
 
 
 if __name__ == "__main__":
