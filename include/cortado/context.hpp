@@ -30,6 +30,11 @@ class Context {
   // GPU `gpu_id` and creates its streams and handles; it throws Error when there is no such GPU (or
   // no CUDA in this build).
   explicit Context(Device device = Device::kCPU, int64_t seed = -1, int gpu_id = 0);
+  // A context for planning memory only (trainer --plan_only): nets may be built and planned on it,
+  // never run. A GPU planning context touches no GPU, so a machine without one can plan for one.
+  struct PlanOnly {};
+  Context(Device device, PlanOnly);
+  bool plan_only() const { return plan_only_; }
   ~Context();
 
   Device device() const { return device_; }
@@ -59,6 +64,7 @@ class Context {
 
  private:
   Device device_;
+  bool plan_only_ = false;
   int gpu_id_ = 0;
   std::shared_ptr<GpuResources> gpu_;
   GpuSettings gpu_settings_;

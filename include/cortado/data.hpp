@@ -331,7 +331,8 @@ class PipelineDataLayer : public Layer, protected RecordLoader {
 
   // Exact resume: the pipeline restarts at `position` with the given seed; batches in the ring are
   // dropped and loaded again.
-  bool HasReader() const override { return true; }
+bool BackwardReadsTopData(int) const override { return false; }  // no backward
+    bool HasReader() const override { return true; }
   ReaderState reader_state() const override { return {position_, seed_}; }
   void RestoreReaderState(const ReaderState& state) override;
   double reader_wait_seconds() const override { return wait_seconds_; }

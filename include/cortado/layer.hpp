@@ -77,6 +77,22 @@ class Layer {
   // Whether the layer can run on the GPU. Layers without GPU code are refused on a GPU net.
   virtual bool HasGpuImplementation() const { return false; }
 
+  // ---- what Backward reads: the memory plan's liveness (net_memory.cpp) ------------------------
+  // Forward reads the bottoms' data and writes the tops' data; Backward reads the tops' diffs and
+  // writes the diffs of the bottoms it propagates to. Besides those, Backward (CPU and GPU alike) may
+  // read the data of bottom i or top i; the defaults say it does, so a layer that declares nothing
+  // keeps its inputs and outputs alive until its backward. Asked after SetUp.
+  virtual bool BackwardReadsBottomData(int bottom_index) const { return true; }
+  virtual bool BackwardReadsTopData(int top_index) const { return true; }
+  // Whether the layer gives the right gradients when the prototxt runs it in place (top == bottom):
+  // its backward reads no bottom data, or it saves what it reads (KeepInputWhenInPlace). Asked
+  // before SetUp, so it may depend on the parameters only. The Net runs a layer that says no out
+  // of place, and says so in the log.
+  virtual bool InPlaceSafe() const { return false; }
+  // Whether top i may be a read-only view of bottom 0's data (Split: the copies are equal). Its
+  // diff stays its own. The Net makes it a view unless a later layer writes that top in place.
+  virtual bool TopMayViewBottomData(int top_index) const { return false; }
+
   // ---- GPU steps and CUDA graphs -----------------------------------------------------------------
   // Called on the host before each step's GPU work is queued, in eager runs and graph replays alike:
   // a layer that needs new numbers every step (a dropout seed) writes them into the context's
@@ -123,10 +139,17 @@ class Layer {
   // Buffers the layer needs between Forward and Backward (masks, column buffers, probabilities);
   // their shapes are set in Reshape and the Net binds them with the rest of the plan. A layer that
   // runs an inner layer appends the inner layer's scratch buffers and tops here.
+  // How long a scratch buffer's contents matter. kAcrossSteps (the default, and what a layer that
+  // keeps state between passes needs) gives the buffer memory of its own for the whole run;
+  // kForwardToBackward (written by Forward, read no later than the same pass's Backward) and
+  // kWithinCall (written and read inside one Forward or one Backward call) let the plan reuse its
+  // memory at other times.
+  enum class ScratchLife { kAcrossSteps, kForwardToBackward, kWithinCall };
   struct Scratch {
     Blob* blob;
     bool with_diff;
     bool workspace = false;  // AddWorkspace: shares one region with the net's other workspaces
+    ScratchLife life = ScratchLife::kAcrossSteps;
   };
   virtual std::vector<Scratch> scratch_buffers() const;
 
@@ -154,7 +177,15 @@ class Layer {
 
   // Declares a scratch buffer (call in LayerSetUp; reshape it in Reshape). Data only unless
   // with_diff is true.
-  Blob* AddScratch(bool with_diff = false);
+  Blob* AddScratch(bool with_diff = false, ScratchLife life = ScratchLife::kAcrossSteps);
+  // A scratch buffer whose contents matter only from this layer's Forward to its Backward in the
+  // same pass (masks, saved inputs, column buffers): the plan may reuse its memory at other times.
+  Blob* AddStepScratch(bool with_diff = false) { return AddScratch(with_diff, ScratchLife::kForwardToBackward); }
+  // A scratch buffer whose contents matter only inside one Forward or one Backward call (a chunk's
+  // columns): between the calls, other buffers may use its memory.
+  Blob* AddCallScratch(bool with_diff = false) { return AddScratch(with_diff, ScratchLife::kWithinCall); }
+  // Changes a scratch buffer's life once Reshape knows it (before the plan is made).
+  void SetScratchLife(const Blob* scratch, ScratchLife life);
   // Declares a workspace: a data buffer whose contents matter only inside one Forward or Backward
   // call (cuDNN's), so the Net binds every layer's workspace to one region, as large as the largest.
   Blob* AddWorkspace();
@@ -181,6 +212,7 @@ class Layer {
   std::vector<std::unique_ptr<Blob>> scratch_;
   std::vector<bool> scratch_diff_;       // parallel to scratch_
   std::vector<bool> scratch_workspace_;  // parallel to scratch_
+  std::vector<ScratchLife> scratch_life_;  // parallel to scratch_
 };
 
 // Loss layers: one or two bottoms (prediction, label), a scalar loss top with weight 1 by default.
@@ -227,8 +259,10 @@ class NeuronLayer : public Layer {
   // KeepInputWhenInPlace, Forward calls SaveInput before writing the top, and Backward reads x
   // through ForwardInput.
   void KeepInputWhenInPlace(const BlobVec& bottom, const BlobVec& top) {
-    if (top[0] == bottom[0]) input_copy_ = AddScratch();
+    if (top[0] == bottom[0]) input_copy_ = AddStepScratch();
   }
+  // Whether Backward reads x (its saved copy when in place, else the bottom).
+  bool BackwardReadsBottomData(int) const override { return input_copy_ == nullptr; }
   void SaveInput(const BlobVec& bottom);  // on the context's device
   const float* ForwardInput(const BlobVec& bottom) const { return (input_copy_ ? input_copy_ : bottom[0])->data(); }
 

@@ -21,6 +21,8 @@ Context::Context(Device device, int64_t seed, int gpu_id) : device_(device), gpu
   Reseed(seed);
 }
 
+Context::Context(Device device, PlanOnly) : device_(device), plan_only_(true) { Reseed(0); }
+
 Context::~Context() = default;
 
 void Context::Synchronize() {

@@ -57,9 +57,10 @@ void Layer::set_param_propagate_down(int i, bool value) {
   param_propagate_down_[i] = value;
 }
 
-Blob* Layer::AddScratch(bool with_diff) {
+Blob* Layer::AddScratch(bool with_diff, ScratchLife life) {
   scratch_diff_.push_back(with_diff);
   scratch_workspace_.push_back(false);
+  scratch_life_.push_back(life);
   scratch_.push_back(std::make_unique<Blob>());
   return scratch_.back().get();
 }
@@ -70,9 +71,14 @@ Blob* Layer::AddWorkspace() {
   return blob;
 }
 
+void Layer::SetScratchLife(const Blob* scratch, ScratchLife life) {
+  for (size_t i = 0; i < scratch_.size(); ++i)
+    if (scratch_[i].get() == scratch) scratch_life_[i] = life;
+}
+
 std::vector<Layer::Scratch> Layer::scratch_buffers() const {
   std::vector<Scratch> out;
-  for (size_t i = 0; i < scratch_.size(); ++i) out.push_back({scratch_[i].get(), scratch_diff_[i], scratch_workspace_[i]});
+  for (size_t i = 0; i < scratch_.size(); ++i) out.push_back({scratch_[i].get(), scratch_diff_[i], scratch_workspace_[i], scratch_life_[i]});
   return out;
 }
 

@@ -15,6 +15,7 @@ class AbsValLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "AbsVal"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     CORTADO_REQUIRE(top[0] != bottom[0], Describe(), ": cannot run in place (its backward needs the input); "

@@ -25,6 +25,8 @@ class AccuracyLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
   bool IsCapturable() const override { return labels_checked_upstream(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // no backward pass
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const AccuracyParameter& ap = param_.accuracy_param();
@@ -32,8 +34,8 @@ class AccuracyLayer : public Layer {
     has_ignore_label_ = ap.has_ignore_label();
     ignore_label_ = ap.ignore_label();
     CORTADO_REQUIRE(top_k_ >= 1, Describe(), ": accuracy_param.top_k must be at least 1");
-    if (top.size() > 1) class_count_ = AddScratch();
-    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
+    if (top.size() > 1) class_count_ = AddStepScratch();
+    if (ctx_.device() == Device::kGPU) work_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

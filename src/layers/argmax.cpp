@@ -28,6 +28,8 @@ class ArgMaxLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int) const override { return false; }
+  bool BackwardReadsBottomData(int) const override { return false; }  // no backward pass
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     const ArgMaxParameter& p = param_.argmax_param();

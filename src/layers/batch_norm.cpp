@@ -15,10 +15,12 @@
 //             global: dx = dy / sqrt(var + eps)
 // The blobs' lr_mult is forced to 0, as Caffe does: LayerSetUp adds `param { lr_mult: 0 }` for each
 // blob the prototxt gives no ParamSpec for (the Net reads the layer's own parameters when it
-// registers blobs), and a ParamSpec with another lr_mult is an error. Runs in place: x̂ is kept in a
-// scratch buffer, since a later in-place layer (Scale, ReLU) may change the top before Backward.
-// Sums run in double. GPU: the same steps as kernels (cuda/batch_norm.cu), the per-channel sums
-// chunked over the GPU with their partial sums in a workspace.
+// registers blobs), and a ParamSpec with another lr_mult is an error.
+// The top is x̂ exactly, so Backward reads x̂ from the top's data (BackwardReadsTopData; global mode
+// needs only std) and never the bottom's: it runs in place, and the Net must keep a later layer from
+// overwriting the top in place before this Backward. Sums run in double. GPU: the same steps as
+// kernels (cuda/batch_norm.cu), the per-channel sums chunked over the GPU with their partial sums in a
+// workspace.
 #include <cmath>
 
 #include "cortado/error.hpp"
@@ -35,6 +37,9 @@ class BatchNormLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return !global_; }  // x̂ = y
+  bool InPlaceSafe() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const BatchNormParameter& p = param_.batch_norm_param();
@@ -56,8 +61,7 @@ class BatchNormLayer : public Layer {
                         "parameters: give lr_mult: 0 or no param at all");
       }
     }
-    x_norm_ = AddScratch();
-    stats_ = AddScratch();
+    stats_ = AddStepScratch();
     if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 
@@ -69,7 +73,6 @@ class BatchNormLayer : public Layer {
     num_ = x.shape(0);
     spatial_ = num_ == 0 ? 0 : x.count() / (static_cast<int64_t>(num_) * channels_);
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
-    x_norm_->ReshapeLike(x);
     stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, Σdy, Σdy·x̂
     if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(num_, channels_, spatial_, 2)});
   }
@@ -107,16 +110,14 @@ class BatchNormLayer : public Layer {
       blobs_[2]->data()[0] = blobs_[2]->data()[0] * maf_ + 1.0f;
     }
     float* y = top[0]->data();
-    float* x_norm = x_norm_->data();
-    for (int c = 0; c < channels_; ++c)
-      ForChannel(c, [&](int64_t i) { y[i] = x_norm[i] = (x[i] - mean[c]) / std[c]; });
+    for (int c = 0; c < channels_; ++c) ForChannel(c, [&](int64_t i) { y[i] = (x[i] - mean[c]) / std[c]; });
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const float* dy = top[0]->diff();
-    const float* x_norm = x_norm_->data();
+    const float* x_norm = top[0]->data();  // y = x̂
     const float* std = stats_->data() + channels_;
     float* dx = bottom[0]->diff();  // may be dy (in place): each element is read before it is written
     const double m = static_cast<double>(num_) * spatial_;
@@ -147,15 +148,14 @@ class BatchNormLayer : public Layer {
       BatchNormBatchStatsGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), eps_, maf_, correction,
                              blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data(), mean, std, partials_->data());
     }
-    BatchNormForwardGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), mean, std, top[0]->data(),
-                        x_norm_->data());
+    BatchNormForwardGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), mean, std, top[0]->data());
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     float* std = stats_->data() + channels_;
-    BatchNormBackwardGpu(ctx_, num_, channels_, spatial_, global_, top[0]->diff(), x_norm_->data(), std,
+    BatchNormBackwardGpu(ctx_, num_, channels_, spatial_, global_, top[0]->diff(), top[0]->data(), std,
                          std + channels_, partials_->data(), bottom[0]->diff());
   }
 
@@ -173,7 +173,6 @@ class BatchNormLayer : public Layer {
   float maf_ = 0.999f, eps_ = 1e-5f;
   int channels_ = 0, num_ = 0;
   int64_t spatial_ = 1;
-  Blob* x_norm_ = nullptr;  // x̂, like the bottom
   Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's Σdy, Σdy·x̂ (GPU)
   Blob* partials_ = nullptr;  // GPU: the chunked channel sums' partials (a workspace)
 };

@@ -25,10 +25,12 @@ class BatchReindexLayer : public Layer {
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // its GPU forward waits to check the indices
+  bool BackwardReadsBottomData(int i) const override { return i == 1; }  // the indices
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     CORTADO_REQUIRE(top[0] != bottom[0] && top[0] != bottom[1], Describe(), ": cannot run in place");
-    if (ctx_.device() == Device::kGPU) flag_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) flag_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

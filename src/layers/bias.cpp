@@ -28,6 +28,9 @@ class BiasLayer : public Layer {
   int MaxBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // dx = dy, dβ = Σ dy
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();

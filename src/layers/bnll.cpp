@@ -20,6 +20,8 @@ class BNLLLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "BNLL"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }  // x kept (KeepInputWhenInPlace)
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     KeepInputWhenInPlace(bottom, top);

@@ -19,6 +19,8 @@ class ClipLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Clip"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }  // x kept (KeepInputWhenInPlace)
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const ClipParameter& p = param_.clip_param();

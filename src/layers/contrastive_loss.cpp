@@ -28,13 +28,14 @@ class ContrastiveLossLayer : public LossLayer {
   int ExactNumBottomBlobs() const override { return 3; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 2; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
     margin_ = param_.contrastive_loss_param().margin();
     legacy_ = param_.contrastive_loss_param().legacy_version();
-    dist_sq_ = AddScratch();
-    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
+    dist_sq_ = AddStepScratch();
+    if (ctx_.device() == Device::kGPU) work_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

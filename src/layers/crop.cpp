@@ -22,6 +22,8 @@ class CropLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index == 0; }
+  bool BackwardReadsBottomData(int) const override { return false; }  // bottom 1 lends only its shape
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     const CropParameter& p = param_.crop_param();

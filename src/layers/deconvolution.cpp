@@ -43,6 +43,7 @@ class DeconvolutionLayer : public Layer {
   int MinTopBlobs() const override { return 1; }
   bool EqualNumBottomTopBlobs() const override { return true; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int) const override { return false; }  // x for dW, never y
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const ConvSettings s = ReadConvSettings(*this, *bottom[0]);
@@ -54,7 +55,7 @@ class DeconvolutionLayer : public Layer {
     blobs_.push_back(std::make_shared<Blob>(
         std::vector<int>{channels_, num_output_ / group_, geom_.kernel_h, geom_.kernel_w}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
-    col_ = AddScratch();
+    col_ = AddStepScratch();
     if (ctx_.device() == Device::kGPU && bias_term_) bias_sums_ = AddWorkspace();
   }
 

@@ -23,6 +23,9 @@ class DropoutLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Dropout"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // the mask only
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const float ratio = param_.dropout_param().dropout_ratio();
@@ -31,7 +34,7 @@ class DropoutLayer : public NeuronLayer {
     scale_ = 1.0f / (1.0f - ratio);
     // A 32-bit draw u drops its element when u < ratio · 2³².
     threshold_ = static_cast<uint64_t>(static_cast<double>(ratio) * 4294967296.0);
-    if (phase() == TRAIN) mask_ = AddScratch();
+    if (phase() == TRAIN) mask_ = AddStepScratch();
     if (mask_ && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
   }
 

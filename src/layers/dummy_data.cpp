@@ -24,6 +24,7 @@ class DummyDataLayer : public Layer {
   bool CanCheckLabels() const override { return true; }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void LayerSetUp(const BlobVec&, const BlobVec& top) override {
     const DummyDataParameter& p = param_.dummy_data_param();

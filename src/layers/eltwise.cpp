@@ -20,6 +20,11 @@ class EltwiseLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int MinBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
+  // PROD reads the bottoms (and y unless stable_prod_grad); SUM reads nothing, MAX the mask.
+  bool BackwardReadsBottomData(int) const override { return op_ == EltwiseParameter::PROD; }
+  bool BackwardReadsTopData(int) const override {
+    return op_ == EltwiseParameter::PROD && !param_.eltwise_param().stable_prod_grad();
+  }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec&) override {
     const EltwiseParameter& p = param_.eltwise_param();
@@ -31,7 +36,7 @@ class EltwiseLayer : public Layer {
                     p.coeff_size(), " coeff values; give one per bottom");
     coeff_.assign(n, 1.0f);
     for (int k = 0; k < p.coeff_size(); ++k) coeff_[k] = p.coeff(k);
-    if (op_ == EltwiseParameter::MAX) mask_ = AddScratch();
+    if (op_ == EltwiseParameter::MAX) mask_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

@@ -1,6 +1,7 @@
 // elu.cpp — ELU (elu_param.alpha = 1): y = x > 0 ? x : alpha·(e^x − 1).
 // Backward: dx = dy · (x > 0 ? 1 : alpha + y), reading x and y as Caffe does. Runs in place (top ==
-// bottom) as well: the bottom then holds y, and y > 0 exactly where x > 0 (for alpha ≥ 0).
+// bottom) as well when alpha ≥ 0: the bottom then holds y, and y > 0 exactly where x > 0 (the Net
+// runs a negative alpha out of place).
 // GPU: the same two loops as kernels (cuda/activations.cu).
 #include <cmath>
 
@@ -15,6 +16,8 @@ class ELULayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "ELU"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  // In place x's test reads y, which has x's sign only when alpha ≥ 0.
+  bool InPlaceSafe() const override { return param_.elu_param().alpha() >= 0.0f; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {

@@ -29,6 +29,7 @@ class EmbedLayer : public Layer {
   bool AllowForceBackward(int) const override { return false; }  // indices have no gradient
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // its GPU forward waits to check the indices
+  bool BackwardReadsTopData(int) const override { return false; }  // the indices only, for dW
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const EmbedParameter& p = param_.embed_param();
@@ -40,8 +41,8 @@ class EmbedLayer : public Layer {
     blobs_.push_back(std::make_shared<Blob>(std::vector<int>{input_dim_, num_output_}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
     if (ctx_.device() == Device::kGPU) {
-      flag_ = AddScratch();
-      if (bias_term_) ones_ = AddScratch();
+      flag_ = AddStepScratch();
+      if (bias_term_) ones_ = AddStepScratch();  // set before each use
     }
   }
 

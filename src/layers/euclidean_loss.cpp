@@ -16,6 +16,7 @@ class EuclideanLossLayer : public LossLayer {
   const char* type() const override { return "EuclideanLoss"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool AllowForceBackward(int) const override { return true; }
+  bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::Reshape(bottom, top);

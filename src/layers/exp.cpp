@@ -17,6 +17,8 @@ class ExpLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Exp"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // from y alone
+  bool InPlaceSafe() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const ExpParameter& p = param_.exp_param();

@@ -32,6 +32,8 @@ class FilterLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // its top shapes depend on the selector, read back each forward
   bool ReshapesTopsInForward() const override { return true; }
+  bool BackwardReadsBottomData(int) const override { return false; }  // the row maps only
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     CORTADO_REQUIRE(top.size() == bottom.size() - 1, Describe(), ": needs one top per filtered bottom (",
@@ -39,7 +41,7 @@ class FilterLayer : public Layer {
     for (Blob* t : top)
       for (Blob* b : bottom) CORTADO_REQUIRE(t != b, Describe(), ": cannot run in place");
     selector_index_ = static_cast<int>(bottom.size()) - 1;
-    if (ctx_.device() == Device::kGPU) maps_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) maps_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

@@ -48,6 +48,7 @@ class HDF5DataLayer : public Layer {
   const char* type() const override { return "HDF5Data"; }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
+  bool BackwardReadsTopData(int) const override { return false; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;

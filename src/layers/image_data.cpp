@@ -21,6 +21,7 @@ class ImageDataLayer : public PipelineDataLayer {
   using PipelineDataLayer::PipelineDataLayer;
   ~ImageDataLayer() override { StopPipeline(); }
   const char* type() const override { return "ImageData"; }
+  bool BackwardReadsTopData(int) const override { return false; }  // no backward pass
 
  protected:
   Source Open(bool has_label) override;

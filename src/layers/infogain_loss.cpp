@@ -44,8 +44,9 @@ class InfogainLossLayer : public SoftmaxLossBase {
     if (bottom.size() < 3) ReadInfogainMatrix();
     SetUpSoftmax(bottom, top, param_.infogain_loss_param().axis());
     if (ctx_.device() == Device::kGPU) {
-      work_ = AddScratch();
-      row_sums_dev_ = AddScratch();
+      work_ = AddStepScratch();  // the normalizer from Forward to Backward
+      // H from a file and its row sums are uploaded once; H as a bottom is summed in every Backward.
+      row_sums_dev_ = bottom.size() < 3 ? AddScratch() : AddStepScratch();
       if (bottom.size() < 3) h_dev_ = AddScratch();
     }
   }

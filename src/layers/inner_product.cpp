@@ -6,7 +6,7 @@
 //   dW += dyᵀ · x  (transpose: xᵀ · dy),  db += Σ_rows dy,  dx = dy · W  (transpose: dy · Wᵀ)
 // The top's shape is the bottom's axes before `axis`, then N.
 // GPU: the same products with gpu_gemm; the bias goes in (and its gradient out) through a product
-// with a vector of M ones, a scratch buffer on GPU nets.
+// with a vector of M ones, a scratch buffer on GPU nets, filled before each use.
 #include <algorithm>
 
 #include "cortado/error.hpp"
@@ -25,6 +25,7 @@ class InnerProductLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int) const override { return false; }  // x for dW, never y
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const InnerProductParameter& p = param_.inner_product_param();
@@ -37,7 +38,7 @@ class InnerProductLayer : public Layer {
     blobs_.push_back(std::make_shared<Blob>(transpose_ ? std::vector<int>{k_, num_output_}
                                                        : std::vector<int>{num_output_, k_}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
-    if (ctx_.device() == Device::kGPU && bias_term_) ones_ = AddScratch();
+    if (ctx_.device() == Device::kGPU && bias_term_) ones_ = AddStepScratch();  // set before each use
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

@@ -14,6 +14,7 @@ class InputLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void LayerSetUp(const BlobVec&, const BlobVec& top) override {
     const InputParameter& p = param_.input_param();

@@ -43,7 +43,7 @@ class LRNLayer : public Layer {
     shape_.k = across ? p.k() : 1.0f;
     shape_.coeff = across ? p.alpha() / n : p.alpha() / (n * n);
     shape_.beta = p.beta();
-    scale_ = AddScratch();
+    scale_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

@@ -26,9 +26,9 @@ class LSTMLayer : public RecurrentLayer {
 
   void RecurrentSetUp() override {
     w_hc_ = AddParam({4 * H_, H_}, false);
-    h_ = AddScratch(true);
-    c_ = AddScratch(true);
-    hc_ = AddScratch(true);
+    h_ = StateScratch();
+    c_ = StateScratch();
+    hc_ = AddStepScratch(true);
   }
 
   void RecurrentReshape() override {

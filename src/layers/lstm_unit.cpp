@@ -63,6 +63,7 @@ class LSTMUnitLayer : public Layer {
   int ExactNumTopBlobs() const override { return 2; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 2; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int i) const override { return i == 0; }  // c, not h
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     static const char* const kNames[] = {"c_prev", "x", "cont"};

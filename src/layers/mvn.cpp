@@ -26,13 +26,16 @@ class MVNLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return normalize_variance_; }  // y, for Σ(y·dy)
+  bool InPlaceSafe() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const MVNParameter& p = param_.mvn_param();
     normalize_variance_ = p.normalize_variance();
     across_channels_ = p.across_channels();
     eps_ = p.eps();
-    scale_ = AddScratch();
+    scale_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -80,7 +83,7 @@ class MVNLayer : public Layer {
       double sum_dy = 0, sum_ydy = 0;
       for (int64_t i = 0; i < dim_; ++i) {
         sum_dy += dyr[i];
-        sum_ydy += static_cast<double>(yr[i]) * dyr[i];
+        if (normalize_variance_) sum_ydy += static_cast<double>(yr[i]) * dyr[i];
       }
       if (normalize_variance_) {
         const float a = static_cast<float>(sum_ydy), b = static_cast<float>(sum_dy);

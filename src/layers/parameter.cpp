@@ -21,6 +21,7 @@ class ParameterLayer : public Layer {
   const char* type() const override { return "Parameter"; }
   int ExactNumBottomBlobs() const override { return 0; }
   int ExactNumTopBlobs() const override { return 1; }
+  bool BackwardReadsTopData(int) const override { return false; }  // dP += dtop
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {

@@ -47,6 +47,10 @@ class PoolingLayer : public Layer {
     return param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
   }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  // MAX and STOCHASTIC TRAIN route dy through the argmax (the mask top's data, or a scratch), AVE
+  // reads nothing; only STOCHASTIC TEST reads x and y.
+  bool BackwardReadsBottomData(int) const override { return StochasticTest(); }
+  bool BackwardReadsTopData(int i) const override { return i == 1 || StochasticTest(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const PoolingParameter& p = param_.pooling_param();
@@ -93,8 +97,8 @@ class PoolingLayer : public Layer {
     stochastic_ = p.pool() == PoolingParameter::STOCHASTIC;
     CORTADO_REQUIRE(!stochastic_ || (pad_h_ == 0 && pad_w_ == 0), Describe(),
                     ": padding is implemented only for AVE and MAX pooling, not STOCHASTIC");
-    if (max_ && top.size() == 1) mask_ = AddScratch();
-    if (stochastic_) pick_ = AddScratch();
+    if (max_ && top.size() == 1) mask_ = AddStepScratch();
+    if (stochastic_) pick_ = AddStepScratch();
     if (stochastic_ && phase() == TRAIN && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
   }
 
@@ -211,6 +215,8 @@ class PoolingLayer : public Layer {
   }
 
  private:
+  bool StochasticTest() const { return stochastic_ && phase() != TRAIN; }
+
   // The seed of one Forward's STOCHASTIC draws, from the context's RNG.
   uint64_t DrawSeed() {
     std::mt19937& rng = ctx_.rng();

@@ -20,6 +20,12 @@ class PowerLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Power"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  // x only when p ≠ 1 and p·a ≠ 0 (and then its copy when in place).
+  bool BackwardReadsBottomData(int i) const override {
+    return diff_scale_ != 0.0f && power_ != 1.0f && NeuronLayer::BackwardReadsBottomData(i);
+  }
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }  // x kept (KeepInputWhenInPlace) when read
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const PowerParameter& p = param_.power_param();

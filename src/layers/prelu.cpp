@@ -26,13 +26,16 @@ class PReLULayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "PReLU"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return bottom_copy_ == nullptr; }  // else its copy
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }  // x kept in bottom_copy_
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     RequireChannelAxis(*bottom[0]);
     shared_ = param_.prelu_param().channel_shared();
     channels_ = bottom[0]->shape(1);
     blobs_.push_back(std::make_shared<Blob>(shared_ ? std::vector<int>{} : std::vector<int>{channels_}));
-    if (top[0] == bottom[0]) bottom_copy_ = AddScratch();
+    if (top[0] == bottom[0]) bottom_copy_ = AddStepScratch();
     if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 

@@ -136,9 +136,9 @@ void RecurrentLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   AddParam({g, I_}, false);                   // W_xh / W_xc
   AddParam({g}, true);                        // b_h / b_c
   if (static_input_) AddParam({g, S_}, false);  // W_xh_static / W_xc_static
-  gates_ = AddScratch(true);
-  if (static_input_) static_ = AddScratch(true);
-  ones_ = AddScratch();
+  gates_ = AddStepScratch(true);
+  if (static_input_) static_ = AddStepScratch(true);
+  ones_ = AddStepScratch();
   RecurrentSetUp();
 }
 

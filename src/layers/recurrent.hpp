@@ -63,6 +63,10 @@ class RecurrentLayer : public Layer {
   int ExactNumTopBlobs() const override;
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  // Backward reads x, cont and x_static; the exposed initial states were copied into the layer's own
+  // state in Forward, and the tops are copies of it.
+  bool BackwardReadsBottomData(int i) const override { return !expose_hidden_ || i < first_state_bottom(); }
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec& bottom, const BlobVec& top) override;
@@ -71,7 +75,9 @@ class RecurrentLayer : public Layer {
  protected:
   virtual int NumStates() const = 0;  // RNN 1 (h), LSTM 2 (h, c)
   virtual int GateDim() const = 0;    // G, the width of the input transform
-  // Declares the learnable blobs after the input transform's (AddParam) and the scratch buffers.
+  // Declares the learnable blobs after the input transform's (AddParam) and the scratch buffers: the
+  // states h (and c) live across steps (the initial state is the previous pass's final one) unless
+  // expose_hidden, the rest only from Forward to Backward (StateScratch, AddStepScratch).
   virtual void RecurrentSetUp() = 0;
   // Shapes the subclass's scratch buffers (T_, N_, H_ are set).
   virtual void RecurrentReshape() = 0;
@@ -103,6 +109,8 @@ class RecurrentLayer : public Layer {
   // Slot 0 of `states` (T+1, N, H) is the initial state: exposed state k from the bottoms, else the
   // final state (slot T) of the previous forward pass.
   void LoadInitialState(const RecurrentMath& m, const BlobVec& bottom, int k, Blob* states);
+  // A state buffer (T+1, N, H) with its diff: kept across steps unless the initial state is a bottom.
+  Blob* StateScratch() { return expose_hidden_ ? AddStepScratch(true) : AddScratch(true); }
   // The subclass's first learnable blob, and the bottom of the first exposed state: after x, cont
   // [, x_static] both.
   int first_recurrent_param() const { return 2 + (static_input_ ? 1 : 0); }
@@ -112,7 +120,7 @@ class RecurrentLayer : public Layer {
   bool static_input_ = false, expose_hidden_ = false;
   Blob* gates_ = nullptr;   // (T, N, G): the gate (RNN: pre-activation) inputs; diff their gradient
   Blob* static_ = nullptr;  // (N, G): x_static·W_staticᵀ; diff Σ_t dgates_t (static input only)
-  Blob* ones_ = nullptr;    // T·N ones, for bias gradients
+  Blob* ones_ = nullptr;    // T·N ones, for bias gradients (set in Backward before use)
 
  private:
   std::vector<bool> is_bias_;  // per learnable blob

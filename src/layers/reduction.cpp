@@ -21,6 +21,11 @@ class ReductionLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  bool BackwardReadsBottomData(int) const override {  // x for ASUM's sign and SUMSQ's 2x
+    const auto op = param_.reduction_param().operation();
+    return op == ReductionParameter::ASUM || op == ReductionParameter::SUMSQ;
+  }
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     const ReductionParameter& p = param_.reduction_param();
@@ -61,10 +66,9 @@ class ReductionLayer : public Layer {
     for (int64_t i = 0; i < num_; ++i) {
       const float g = coeff_ * dy[i];
       for (int64_t j = i * dim_; j < (i + 1) * dim_; ++j) {
-        const float v = x[j];
-        dx[j] = op_ == ReductionParameter::ASUM    ? g * static_cast<float>((0 < v) - (v < 0))
-                : op_ == ReductionParameter::SUMSQ ? g * 2 * v
-                                                   : g;
+        dx[j] = op_ == ReductionParameter::ASUM    ? g * static_cast<float>((0 < x[j]) - (x[j] < 0))
+                : op_ == ReductionParameter::SUMSQ ? g * 2 * x[j]
+                                                   : g;  // SUM, MEAN: x is not read
       }
     }
   }

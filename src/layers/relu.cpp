@@ -1,5 +1,6 @@
 // relu.cpp — ReLU: y = max(0, x) + negative_slope · min(0, x).
-// Backward: dx = dy · (x > 0 ? 1 : negative_slope). Runs in place (top == bottom) as well.
+// Backward: dx = dy · (x > 0 ? 1 : negative_slope). Runs in place (top == bottom) as well when
+// negative_slope ≥ 0 (then y > 0 exactly where x > 0); the Net runs a negative slope out of place.
 // GPU: the same two loops as kernels (cuda/relu.cu).
 #include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"
@@ -12,6 +13,9 @@ class ReLULayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "ReLU"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  // Backward reads x (in place: y, which has x's sign only when slope ≥ 0), never y as such.
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return param_.relu_param().negative_slope() >= 0.0f; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {

@@ -27,9 +27,9 @@ class RNNLayer : public RecurrentLayer {
     w_hh_ = AddParam({H_, H_}, false);
     w_ho_ = AddParam({H_, H_}, false);
     b_o_ = AddParam({H_}, true);
-    h_ = AddScratch(true);
-    hc_ = AddScratch(true);
-    o_ = AddScratch(true);
+    h_ = StateScratch();
+    hc_ = AddStepScratch(true);
+    o_ = AddStepScratch(true);
   }
 
   void RecurrentReshape() override {

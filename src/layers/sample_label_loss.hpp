@@ -19,10 +19,11 @@ class SampleLabelLoss : public LossLayer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, dim_, false, 0}; }
   bool IsCapturable() const override { return labels_checked_upstream(); }
+  bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
-    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) work_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

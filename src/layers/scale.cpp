@@ -30,6 +30,10 @@ class ScaleLayer : public Layer {
   int MaxBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  // x for dγ (its copy when in place); bottom[1] = γ for dx.
+  bool BackwardReadsBottomData(int i) const override { return i != 0 || x_copy_ == nullptr; }
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }  // x kept in x_copy_
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const ScaleParameter& p = param_.scale_param();
@@ -45,7 +49,7 @@ class ScaleLayer : public Layer {
       bias_index_ = static_cast<int>(blobs_.size());
       blobs_.push_back(std::make_shared<Blob>(shape));
     }
-    if (top[0] == bottom[0]) x_copy_ = AddScratch();
+    if (top[0] == bottom[0]) x_copy_ = AddStepScratch();
     if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 

@@ -14,6 +14,8 @@ class SigmoidLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Sigmoid"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // from y alone
+  bool InPlaceSafe() const override { return true; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {

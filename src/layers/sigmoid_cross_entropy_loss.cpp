@@ -23,6 +23,7 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
   using LossLayer::LossLayer;
   const char* type() const override { return "SigmoidCrossEntropyLoss"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     LossLayer::LayerSetUp(bottom, top);
@@ -32,7 +33,7 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
     normalization_ = lp.normalization();
     if (!lp.has_normalization() && lp.has_normalize())
       normalization_ = lp.normalize() ? LossParameter::VALID : LossParameter::BATCH_SIZE;
-    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) work_ = AddStepScratch();  // the normalizer from Forward to Backward
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

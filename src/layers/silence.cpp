@@ -15,6 +15,8 @@ class SilenceLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int MinBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 0; }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return false; }
   void Reshape(const BlobVec&, const BlobVec&) override {}
 
  protected:

@@ -19,6 +19,8 @@ class SliceLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     const SliceParameter& p = param_.slice_param();

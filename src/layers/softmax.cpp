@@ -20,9 +20,11 @@ class SoftmaxLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // from y alone
+  bool InPlaceSafe() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
-    scale_ = AddScratch();  // per inner position: the max, then 1 / Σ, or Σ dy·y in Backward
+    scale_ = AddStepScratch();  // per inner position: the max, then 1 / Σ, or Σ dy·y in Backward
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

@@ -32,7 +32,7 @@ class SoftmaxWithLossLayer : public SoftmaxLossBase {
     const LossParameter& lp = param_.loss_param();
     if (!lp.has_normalization() && lp.has_normalize())
       normalization_ = lp.normalize() ? LossParameter::VALID : LossParameter::BATCH_SIZE;
-    if (ctx_.device() == Device::kGPU) work_ = AddScratch();
+    if (ctx_.device() == Device::kGPU) work_ = AddStepScratch();  // the normalizer from Forward to Backward
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

@@ -17,7 +17,7 @@ void SoftmaxLossBase::SetUpSoftmax(const BlobVec& bottom, const BlobVec& top, in
   has_ignore_label_ = lp.has_ignore_label();
   ignore_label_ = lp.ignore_label();
   normalization_ = lp.normalization();
-  prob_ = top.size() > 1 ? top[1] : AddScratch();
+  prob_ = top.size() > 1 ? top[1] : AddStepScratch();
   LayerParameter inner;
   inner.set_name(name() + "/softmax");
   inner.set_type("Softmax");

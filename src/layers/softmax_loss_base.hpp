@@ -22,6 +22,9 @@ class SoftmaxLossBase : public LossLayer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
   bool IsCapturable() const override { return labels_checked_upstream(); }
+  // Backward reads p (the probabilities top, or a scratch buffer), the labels and H, never the scores.
+  bool BackwardReadsBottomData(int i) const override { return i != 0; }
+  bool BackwardReadsTopData(int i) const override { return i == 1; }
   std::vector<Scratch> scratch_buffers() const override;  // the inner softmax's too
 
  protected:

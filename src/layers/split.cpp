@@ -1,6 +1,8 @@
 // split.cpp — Split: copies one bottom to N tops so several layers can consume it (the Net inserts
 // these). Forward: top_k = x for every k. Backward: dx = Σ_k dtop_k.
-// Each top keeps its own memory: the tops' diffs must be distinct, so their data is copied too.
+// A top's data may be a read-only view of the bottom's (TopMayViewBottomData: the Net decides, unless
+// a later layer writes that top in place); Forward copies only into the tops that have memory of
+// their own. The diffs are always separate, since each branch writes its own.
 // GPU: the same copies and sums with math_gpu.hpp.
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
@@ -17,6 +19,9 @@ class SplitLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool TopMayViewBottomData(int) const override { return true; }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     for (Blob* t : top) {
@@ -27,7 +32,8 @@ class SplitLayer : public Layer {
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    for (Blob* t : top) cpu_copy(bottom[0]->count(), bottom[0]->data(), t->data());
+    for (Blob* t : top)
+      if (t->data() != bottom[0]->data()) cpu_copy(bottom[0]->count(), bottom[0]->data(), t->data());
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
@@ -40,7 +46,8 @@ class SplitLayer : public Layer {
   }
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    for (Blob* t : top) gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), t->data());
+    for (Blob* t : top)
+      if (t->data() != bottom[0]->data()) gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), t->data());
   }
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,

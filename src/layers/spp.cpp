@@ -33,6 +33,11 @@ class SPPLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  // As the levels' Pooling (all alike); with several levels the top is only copied from theirs.
+  bool BackwardReadsBottomData(int) const override { return pools_.empty() || pools_[0]->BackwardReadsBottomData(0); }
+  bool BackwardReadsTopData(int) const override {
+    return pools_.empty() || (levels_ == 1 && pools_[0]->BackwardReadsTopData(0));
+  }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const SPPParameter& p = param_.spp_param();
@@ -52,10 +57,10 @@ class SPPLayer : public Layer {
         pools_[0]->SetUp(bottom, top);
         continue;
       }
-      pooled_.push_back(AddScratch(/*with_diff=*/true));
+      pooled_.push_back(AddStepScratch(/*with_diff=*/true));
       pools_[i]->SetUp(bottom, {pooled_[i]});
     }
-    if (levels_ > 1) level_dx_ = AddScratch();
+    if (levels_ > 1) level_dx_ = AddStepScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

@@ -15,8 +15,10 @@ class SwishLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Swish"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // from y and s
+  bool InPlaceSafe() const override { return true; }
 
-  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override { sigmoid_ = AddScratch(); }
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override { sigmoid_ = AddStepScratch(); }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     NeuronLayer::Reshape(bottom, top);

@@ -14,6 +14,9 @@ class ThresholdLayer : public NeuronLayer {
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Threshold"; }
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
+  bool BackwardReadsBottomData(int) const override { return false; }  // no backward pass
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return true; }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {

@@ -18,6 +18,8 @@ class TileLayer : public Layer {
   bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return false; }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     const TileParameter& p = param_.tile_param();

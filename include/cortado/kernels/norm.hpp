@@ -32,8 +32,9 @@ void LrnBackwardGpu(Context& ctx, const LrnShape& s, const float* x, const float
                     const float* dy, float* dx);
 
 // ---- BatchNorm (batch_norm.cu) -------------------------------------------------------------------
-// x, y, x_norm, dy, dx: (num, channels, spatial). mean, std: `channels` values each. `scratch`: the
-// chunked sums' partials, ChannelSumScratchFloats(num, channels, spatial, 2) floats.
+// x, y, x_norm, dy, dx: (num, channels, spatial); x_norm is x̂, which Forward writes as y. mean, std:
+// `channels` values each. `scratch`: the chunked sums' partials, ChannelSumScratchFloats(num, channels,
+// spatial, 2) floats.
 // Batch statistics (chunked channel sums in double, kernels/channel_sums.hpp): mean = Σx / m,
 // var = Σ(x − mean)² / m over the m = num · spatial values of the channel, std = sqrt(var + eps), and
 // the running sums running_mean = running_mean · maf + mean,
@@ -45,11 +46,12 @@ void BatchNormBatchStatsGpu(Context& ctx, int64_t num, int64_t channels, int64_t
 // std = sqrt(f · running_var + eps).
 void BatchNormGlobalStatsGpu(Context& ctx, int64_t channels, float eps, const float* running_mean,
                              const float* running_var, const float* factor, float* mean, float* std);
-// y = x_norm = (x − mean[c]) / std[c]. y may be x.
+// y = x̂ = (x − mean[c]) / std[c]. y may be x.
 void BatchNormForwardGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* x,
-                         const float* mean, const float* std, float* y, float* x_norm);
+                         const float* mean, const float* std, float* y);
 // global: dx = dy / std[c]; else dx = (dy − mean(dy) − x_norm · mean(dy · x_norm)) / std[c], the two
-// means per channel (chunked sums in double) kept in `sums` (2 · channels floats). dx may be dy.
+// means per channel (chunked sums in double) kept in `sums` (2 · channels floats); x_norm is the
+// forward's y. dx may be dy.
 void BatchNormBackwardGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, bool global,
                           const float* dy, const float* x_norm, const float* std, float* sums, float* scratch,
                           float* dx);

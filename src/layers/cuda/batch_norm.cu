@@ -80,12 +80,10 @@ __global__ void GlobalStatsKernel(int64_t channels, float eps, const float* runn
 }
 
 __global__ void NormalizeKernel(int64_t n, int64_t channels, int64_t spatial, const float* x, const float* mean,
-                                const float* std, float* y, float* x_norm) {
+                                const float* std, float* y) {
   CORTADO_KERNEL_LOOP(i, n) {
     const int64_t c = i / spatial % channels;
-    const float v = (x[i] - mean[c]) / std[c];
-    y[i] = v;
-    x_norm[i] = v;
+    y[i] = (x[i] - mean[c]) / std[c];
   }
 }
 
@@ -123,11 +121,11 @@ void BatchNormGlobalStatsGpu(Context& ctx, int64_t channels, float eps, const fl
 }
 
 void BatchNormForwardGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* x,
-                         const float* mean, const float* std, float* y, float* x_norm) {
+                         const float* mean, const float* std, float* y) {
   const int64_t n = num * channels * spatial;
   if (n == 0) return;
   NormalizeKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, channels, spatial, x, mean, std,
-                                                                                 y, x_norm);
+                                                                                 y);
   CORTADO_CUDA_LAUNCH_CHECK();
 }
 

@@ -77,8 +77,12 @@ __global__ void ReductionBackwardKernel(int op, int64_t n, int64_t dim, float co
                                         const float* dy, float* dx) {
   CORTADO_KERNEL_LOOP(i, n) {
     const float g = coeff * dy[i / dim];
+    if (op != 2 && op != 3) {  // SUM, MEAN: x is not read (the layer says so to the memory plan)
+      dx[i] = g;
+      continue;
+    }
     const float v = x[i];
-    dx[i] = op == 2 ? g * static_cast<float>((0 < v) - (v < 0)) : op == 3 ? g * 2 * v : g;
+    dx[i] = op == 2 ? g * static_cast<float>((0 < v) - (v < 0)) : g * 2 * v;
   }
 }
 

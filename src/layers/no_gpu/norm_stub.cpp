@@ -21,8 +21,7 @@ void BatchNormBatchStatsGpu(Context&, int64_t, int64_t, int64_t, const float*, f
 void BatchNormGlobalStatsGpu(Context&, int64_t, float, const float*, const float*, const float*, float*, float*) {
   NoCuda();
 }
-void BatchNormForwardGpu(Context&, int64_t, int64_t, int64_t, const float*, const float*, const float*, float*,
-                         float*) {
+void BatchNormForwardGpu(Context&, int64_t, int64_t, int64_t, const float*, const float*, const float*, float*) {
   NoCuda();
 }
 void BatchNormBackwardGpu(Context&, int64_t, int64_t, int64_t, bool, const float*, const float*, const float*, float*,
