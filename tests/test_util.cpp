@@ -16,6 +16,7 @@
 
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
+#include "cortado/io.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/step_inputs.hpp"
@@ -25,6 +26,12 @@ namespace cortado::test {
 LayerParameter ParseLayer(const std::string& text) {
   LayerParameter param;
   EXPECT_TRUE(google::protobuf::TextFormat::ParseFromString(text, &param)) << text;
+  return param;
+}
+
+NetParameter ParseNet(const std::string& text) {
+  NetParameter param;
+  ReadProtoFromTextString(text, &param, "test.prototxt");
   return param;
 }
 

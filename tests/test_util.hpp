@@ -19,6 +19,7 @@ namespace cortado::test {
 
 // Parses a text-format LayerParameter; a parse error fails the test.
 LayerParameter ParseLayer(const std::string& text);
+NetParameter ParseNet(const std::string& text);  // a net prototxt's text (errors name test.prototxt)
 SolverParameter ParseSolver(const std::string& text);
 std::string SourceDir();      // the repository root ($CORTADO_SOURCE_DIR overrides the built-in path)
 std::string TempDir();        // a fresh directory for this test, removed by nobody (under /tmp)

@@ -186,6 +186,7 @@ int Run(int argc, char** argv) {
     Fail("unknown feature blob name '", name, "' in the network ", args.net, " (its blobs: ",
          Joined(net.blob_names()), ")", closest.empty() ? "" : "; did you mean '" + closest + "'?");
   }
+  net.KeepReadable(args.blobs);  // the memory plan must not reuse what is extracted after each forward
   net.AllocateOwnArena();
   net.CopyTrainedLayersFrom(args.weights);
 

@@ -6,13 +6,19 @@
 // need backward. Memory comes afterwards, in two steps, so that a solver can put several nets and its
 // own history into one arena:
 //   net.RequestMemory(plan);  ... plan.Allocate() ...;  net.Initialize();
-// or, for a net on its own, net.AllocateOwnArena().
+// or, for a net on its own, net.AllocateOwnArena(). The plan (net_memory.cpp) gives buffers whose
+// lifetimes over one forward and backward pass do not overlap the same memory, so only the net's
+// outputs, the data layers' tops and the blobs named in KeepReadable keep their values after a pass.
+// A layer that the prototxt runs in place but whose in-place write would destroy what an earlier
+// layer's backward reads runs out of place instead (the log says which); the earlier version of the
+// blob is then named "<blob> (before <layer>)".
 // The learnable parameters live in one flat data buffer and one flat gradient buffer, in the order of
 // learnable_params().
 #pragma once
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +30,13 @@
 
 namespace cortado {
 
+// Shared regions of a memory plan that several nets use one after another (the solver's train and
+// test nets): the lifetime-packed buffers, and the workspace. -1: a region of the net's own.
+struct MemorySharing {
+  int pool = -1;
+  int workspace = -1;
+};
+
 class Net {
  public:
   // param.state() selects the layers; source_name prefixes error messages (the prototxt path).
@@ -31,7 +44,13 @@ class Net {
   ~Net();
 
   // ---- memory ------------------------------------------------------------------------------------
-  void RequestMemory(MemoryPlan& plan);
+  void RequestMemory(MemoryPlan& plan, MemorySharing sharing = {});
+  // Blobs whose data and diff must stay readable after a pass (features a tool extracts, blobs a
+  // script reads), besides the outputs. Call before RequestMemory; an unknown name is an Error.
+  void KeepReadable(const std::vector<std::string>& blob_names);
+  // Whether buffers share memory by lifetime (NetParameter.memory_reuse; default true).
+  bool memory_reuse() const { return memory_reuse_; }
+  void set_memory_reuse(bool reuse) { memory_reuse_ = reuse; }
   // After the plan is bound: aliases, shared parameters, loss weights, parameter fillers.
   void Initialize();
   void AllocateOwnArena();
@@ -101,10 +120,14 @@ class Net {
   static NetParameter FilterByState(const NetParameter& param);
 
  private:
-  void AppendTop(const LayerParameter& lp, int layer_id, int top_id, std::map<std::string, int>* available);
+  void AppendTop(const LayerParameter& lp, int layer_id, int top_id, bool in_place,
+                 std::map<std::string, int>* available);
   void AppendBottom(const LayerParameter& lp, int layer_id, int bottom_id, std::map<std::string, int>* available);
   void AppendParams(const LayerParameter& lp, int layer_id);
   void DecideBackward(const NetParameter& param);
+  // Why the layer must not write top `top_id` in place over its bottom, or "" when that is safe.
+  // Asked before the layer's SetUp.
+  std::string InPlaceHazard(const Layer& layer, int top_id) const;
   void SetValues(int64_t n, float value, float* values);  // on the net's device
   // GPU nets: where a layer's class labels come straight from a data layer, the data layer checks
   // them on the host (Layer::AddLabelCheck), so the consumer need not wait for the device.
@@ -151,6 +174,12 @@ class Net {
   int64_t param_count_ = 0;
   size_t data_bytes_ = 0;
   bool initialized_ = false;
+  bool force_backward_ = false;
+  bool runs_backward_ = false;  // TRAIN, or force_backward: diffs exist and Backward may run
+  bool memory_reuse_ = true;
+  std::vector<std::pair<int, int>> last_writer_;  // per blob: (layer, top) that wrote it last so far
+  std::set<int> keep_readable_;                    // blob ids
+  std::map<Blob*, std::pair<float*, float*>> addresses_;  // planned data and diff, bound in Initialize
 };
 
 }  // namespace cortado

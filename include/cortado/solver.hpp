@@ -28,6 +28,11 @@ class Solver {
   Solver(const SolverParameter& param, const std::string& solver_path = "solver.prototxt", bool cuda_graph = true);
   ~Solver();
 
+  // Builds the train and test nets on a plan-only context (Context::PlanOnly: for solver_mode GPU,
+  // without needing a GPU) and plans their memory with the solver's history, allocating nothing.
+  // Returns the bytes the arena would hold; *summary receives the plan's log line.
+  static size_t PlanMemory(const SolverParameter& param, const std::string& solver_path, std::string* summary);
+
   // Trains to max_iter, from a snapshot when resume_file is given; snapshots at the end.
   void Solve(const std::string& resume_file = "");
   void Step(int iters);
@@ -54,6 +59,11 @@ class Solver {
   const std::vector<float>& last_test_scores(int i) const { return last_test_scores_[i]; }
 
  private:
+  struct PlanOnlyTag {};
+  Solver(const SolverParameter& param, const std::string& solver_path, PlanOnlyTag);
+  // Shared by both constructors: the update rule and the nets, and the plan of their memory with
+  // the history (and on a GPU, the stepper's state).
+  void BuildAndPlan(MemoryPlan& plan, bool cuda_graph);
   void InitTrainNet();
   void InitTestNets();
   void ApplyUpdate();

@@ -24,6 +24,9 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
   const NetParameter param = InsertSplits(FilterByState(upgraded), source_);
   name_ = param.name();
   phase_ = param.state().phase();
+  force_backward_ = param.force_backward();
+  runs_backward_ = phase_ == TRAIN || force_backward_;
+  memory_reuse_ = param.memory_reuse();
   LOG(INFO) << "Initializing net from parameters: " << source_ << " (" << name_ << ", phase "
             << Phase_Name(phase_) << ")";
   std::map<std::string, int> available;  // blobs produced and not yet consumed
@@ -55,13 +58,22 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
     for (int j = 0; j < lp.bottom_size(); ++j) AppendBottom(lp, layer_id, j, &available);
     for (int j = 0; j < lp.top_size(); ++j) {
       const std::string& top = lp.top(j);
-      const bool in_place = j < lp.bottom_size() && lp.bottom(j) == top;
+      const bool asked_in_place = j < lp.bottom_size() && lp.bottom(j) == top;
       auto first = producer.find(top);
-      CORTADO_REQUIRE(in_place || first == producer.end(), source_, ": layer ", lp.name(), " (", lp.type(),
+      CORTADO_REQUIRE(asked_in_place || first == producer.end(), source_, ": layer ", lp.name(), " (", lp.type(),
                       "): top '", top, "' is already produced by layer ", first->second,
                       "; rename one of the two tops (only in-place reuse, top == bottom, may repeat a name)");
       producer.emplace(top, lp.name());
-      AppendTop(lp, layer_id, j, &available);
+      const std::string hazard = asked_in_place ? InPlaceHazard(*layer, j) : "";
+      if (!hazard.empty()) {
+        // The earlier version keeps its memory under a name of its own; later layers read this top.
+        const int earlier = bottom_id_vecs_[layer_id][j];
+        blob_names_[earlier] = top + " (before " + lp.name() + ")";
+        blob_index_[blob_names_[earlier]] = earlier;
+        LOG(INFO) << source_ << ": " << layer->Describe() << " runs out of place: in place it would overwrite '"
+                  << top << "', which " << hazard;
+      }
+      AppendTop(lp, layer_id, j, asked_in_place && hazard.empty(), &available);
     }
     // Loss layers create their loss top when the prototxt names none.
     if (layer->AutoTopBlobs()) {
@@ -69,7 +81,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
       LayerParameter named(lp);
       for (int j = lp.top_size(); j < needed; ++j) {
         named.add_top(lp.name() + (j == 0 ? "" : "_" + std::to_string(j)));
-        AppendTop(named, layer_id, j, nullptr);  // anonymous: not a net output
+        AppendTop(named, layer_id, j, false, nullptr);  // anonymous: not a net output
       }
     }
     try {
@@ -136,10 +148,28 @@ void Net::CheckLabelsAtTheirSource() {
 
 Net::~Net() = default;
 
-void Net::AppendTop(const LayerParameter& lp, int layer_id, int top_id,
+std::string Net::InPlaceHazard(const Layer& layer, int top_id) const {
+  const int layer_id = static_cast<int>(layers_.size()) - 1;  // the layer being added
+  const auto [writer, writer_top] = last_writer_[bottom_id_vecs_[layer_id][top_id]];
+  if (writer >= 0) {
+    const Layer& earlier = *layers_[writer];
+    if (earlier.TopMayViewBottomData(writer_top))
+      return earlier.Describe() + " shares with the other consumers of its input";
+    // An in-place layer's backward that reads its "bottom" reads this same buffer (ReLU tests y > 0).
+    const bool earlier_in_place = writer_top < static_cast<int>(bottom_id_vecs_[writer].size()) &&
+                                  bottom_id_vecs_[writer][writer_top] == top_id_vecs_[writer][writer_top];
+    const bool earlier_backward = runs_backward_ && (layer_need_backward_[writer] || force_backward_);
+    if (earlier_backward && (earlier.BackwardReadsTopData(writer_top) ||
+                             (earlier_in_place && earlier.BackwardReadsBottomData(writer_top))))
+      return "the backward of " + earlier.Describe() + " reads";
+  }
+  if (runs_backward_ && !layer.InPlaceSafe()) return "its own backward may read (it keeps no copy of its input)";
+  return "";
+}
+
+void Net::AppendTop(const LayerParameter& lp, int layer_id, int top_id, bool in_place,
                     std::map<std::string, int>* available) {
   const std::string& name = lp.top(top_id);
-  const bool in_place = top_id < lp.bottom_size() && lp.bottom(top_id) == name;
   int blob_id;
   if (in_place) {
     LOG(INFO) << lp.name() << " -> " << name << " (in-place)";
@@ -151,8 +181,10 @@ void Net::AppendTop(const LayerParameter& lp, int layer_id, int top_id,
     blob_names_.push_back(name);
     blob_need_backward_.push_back(false);
     blob_loss_weights_.push_back(0.0f);
+    last_writer_.emplace_back(-1, -1);
     blob_index_[name] = blob_id;
   }
+  last_writer_[blob_id] = {layer_id, top_id};
   top_id_vecs_[layer_id].push_back(blob_id);
   top_vecs_[layer_id].push_back(blobs_[blob_id].get());
   if (available) (*available)[name] = blob_id;

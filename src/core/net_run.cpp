@@ -1,5 +1,5 @@
-// net_run.cpp — a Net's memory (plan, bind, initialise), forward and backward passes, and weights
-// in and out.
+// net_run.cpp — a Net's forward and backward passes, parameters shared with another net, and
+// weights in and out. Its memory is planned in net_memory.cpp.
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -34,107 +34,6 @@ void Net::ShareTrainedLayersWith(const Net* other) {
       params_other_source_.push_back(source->blobs()[j].get());
     }
   }
-}
-
-void Net::RequestMemory(MemoryPlan& plan) {
-  // Activations: data always; diffs in nets that run backward, and on loss tops (they hold weights).
-  const bool backward = phase_ == TRAIN;
-  std::vector<bool> requested(blobs_.size(), false);
-  std::vector<Blob*> workspaces;
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
-      const int id = top_id_vecs_[i][j];
-      if (requested[id] || layers_[i]->TopAliasesBottom(static_cast<int>(j)) >= 0) continue;
-      requested[id] = true;
-      plan.RequestBlob(blobs_[id].get(), backward || layers_[i]->loss(static_cast<int>(j)) != 0);
-    }
-    for (const auto& scratch : layers_[i]->scratch_buffers()) {
-      if (scratch.workspace) {
-        workspaces.push_back(scratch.blob);
-      } else {
-        plan.RequestBlob(scratch.blob, scratch.with_diff);
-      }
-    }
-  }
-  // Workspaces: one region for all, as large as the largest (layers run one at a time, in order).
-  int64_t workspace_floats = 0;
-  for (const Blob* w : workspaces) workspace_floats = std::max(workspace_floats, w->count());
-  if (!workspaces.empty()) {
-    const Device device = plan.device();
-    plan.Request(workspace_floats, [workspaces, workspace_floats, device](float* region) {
-      for (Blob* w : workspaces) w->Bind(device, region, nullptr, workspace_floats);
-    });
-    LOG(INFO) << "Workspace shared by " << workspaces.size() << " buffer(s): " << workspace_floats * sizeof(float)
-              << " bytes";
-  }
-  // Parameters: owners laid end to end in one data and one gradient buffer, unless they come from
-  // another net.
-  std::set<const Blob*> external(params_shared_from_other_.begin(), params_shared_from_other_.end());
-  std::vector<int64_t> offsets;
-  param_count_ = 0;
-  for (Blob* p : learnable_params_) {
-    offsets.push_back(external.count(p) ? -1 : param_count_);
-    if (!external.count(p)) param_count_ += p->count();
-  }
-  if (plan.device() == Device::kGPU) plan.Request(1, [this](float* loss) { loss_device_ = loss; });
-  plan.Request(param_count_, [this](float* data) { param_data_ = data; });
-  const Device device = plan.device();
-  plan.Request(param_count_, [this, offsets, device](float* diff) {
-    param_diff_ = diff;
-    for (size_t k = 0; k < learnable_params_.size(); ++k) {
-      if (offsets[k] < 0) continue;
-      Blob* p = learnable_params_[k];
-      p->Bind(device, param_data_ + offsets[k], param_diff_ + offsets[k], p->count());
-    }
-  });
-}
-
-void Net::Initialize() {
-  CHECK(!initialized_);
-  // Parameters from another net, and parameters shared inside this net, point at their owners.
-  for (size_t k = 0; k < params_shared_from_other_.size(); ++k) {
-    Blob* mine = params_shared_from_other_[k];
-    mine->ShareData(*params_other_source_[k]);
-    mine->ShareDiff(*params_other_source_[k]);
-  }
-  for (size_t i = 0; i < params_.size(); ++i) {
-    if (param_owners_[i] < 0) continue;
-    params_[i]->ShareData(*params_[param_owners_[i]]);
-    params_[i]->ShareDiff(*params_[param_owners_[i]]);
-  }
-  // Views (Flatten, Reshape) read their bottom's memory.
-  for (size_t i = 0; i < layers_.size(); ++i) {
-    for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
-      const int alias = layers_[i]->TopAliasesBottom(static_cast<int>(j));
-      if (alias < 0) continue;
-      top_vecs_[i][j]->ShareData(*bottom_vecs_[i][alias]);
-      top_vecs_[i][j]->ShareDiff(*bottom_vecs_[i][alias]);
-    }
-  }
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
-      const float weight = layers_[i]->loss(static_cast<int>(j));
-      if (weight != 0) SetValues(top_vecs_[i][j]->count(), weight, top_vecs_[i][j]->diff());
-    }
-  // Fillers run for layers that own their parameters: not for those reading another layer's or
-  // another net's (filling them would overwrite the owner's values).
-  std::set<const Blob*> borrowed(params_shared_from_other_.begin(), params_shared_from_other_.end());
-  for (size_t i = 0; i < params_.size(); ++i)
-    if (param_owners_[i] >= 0) borrowed.insert(params_[i]);
-  for (auto& layer : layers_) {
-    bool owns_all = !layer->blobs().empty();
-    for (auto& b : layer->blobs()) owns_all = owns_all && !borrowed.count(b.get());
-    if (owns_all) layer->InitParams();
-  }
-  if (param_count_ > 0) SetValues(param_count_, 0.0f, param_diff_);
-  initialized_ = true;
-}
-
-void Net::AllocateOwnArena() {
-  MemoryPlan plan(ctx_.device());
-  RequestMemory(plan);
-  own_arena_ = plan.Allocate();
-  Initialize();
 }
 
 float Net::ForwardFromTo(int start, int end) {
@@ -187,7 +86,7 @@ void Net::ForwardOnDevice(int start, int end) {
 float Net::Forward() { return ForwardFromTo(0, static_cast<int>(layers_.size()) - 1); }
 
 void Net::Backward() {
-  CHECK(phase_ == TRAIN) << "Backward on a TEST net";
+  CHECK(runs_backward_) << "Backward on a TEST net without force_backward";
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     if (layer_need_backward_[i]) layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
   }

@@ -96,25 +96,9 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path, boo
     : param_(param),
       solver_path_(solver_path),
       ctx_(ChooseDevice(param), param.random_seed(), param.device_id()) {
-  rule_ = UpdateRule::Create(param_);
-  LearningRate(param_, 0);  // validates the policy and its fields before any work
-  if (ctx_.device() == Device::kGPU) {
-    ctx_.SetGpuSettings(GpuSettingsOf(param_, solver_path_));
-    LogGpuSettings(ctx_);
-  }
-  InitTrainNet();
-  InitTestNets();
-  // One arena: train net, test nets, history.
   MemoryPlan plan(ctx_.device());
-  net_->RequestMemory(plan);
-  for (auto& test_net : test_nets_) test_net->RequestMemory(plan);
-  history_.assign(rule_->num_history(), nullptr);
-  for (int k = 0; k < rule_->num_history(); ++k)
-    plan.Request(net_->param_count(), [this, k](float* h) { history_[k] = h; });
-  if (ctx_.device() == Device::kGPU) {
-    stepper_ = std::make_unique<GpuStepper>(ctx_, *net_, param_, *rule_, cuda_graph);
-    stepper_->RequestMemory(plan);
-  }
+  BuildAndPlan(plan, cuda_graph);
+  LOG(INFO) << plan.Summary();
   LOG(INFO) << "Reserving " << plan.bytes() << " bytes for nets, parameters and solver history";
   arena_ = plan.Allocate();
   net_->Initialize();
@@ -128,6 +112,42 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path, boo
   }
   if (stepper_) stepper_->Bind(history_);
   LOG(INFO) << "Solver scaffolding done.";
+}
+
+Solver::Solver(const SolverParameter& param, const std::string& solver_path, PlanOnlyTag)
+    : param_(param),
+      solver_path_(solver_path),
+      ctx_(param.solver_mode() == SolverParameter::GPU ? Device::kGPU : Device::kCPU, Context::PlanOnly{}) {}
+
+size_t Solver::PlanMemory(const SolverParameter& param, const std::string& solver_path, std::string* summary) {
+  Solver solver(param, solver_path, PlanOnlyTag{});
+  MemoryPlan plan(solver.ctx_.device());
+  solver.BuildAndPlan(plan, false);
+  if (summary) *summary = plan.Summary();
+  return plan.bytes();
+}
+
+void Solver::BuildAndPlan(MemoryPlan& plan, bool cuda_graph) {
+  rule_ = UpdateRule::Create(param_);
+  LearningRate(param_, 0);  // validates the policy and its fields before any work
+  if (ctx_.device() == Device::kGPU) {
+    ctx_.SetGpuSettings(GpuSettingsOf(param_, solver_path_));
+    if (!ctx_.plan_only()) LogGpuSettings(ctx_);
+  }
+  InitTrainNet();
+  InitTestNets();
+  // One arena: train net, test nets, history. A test runs between training steps, so the test nets
+  // reuse the train net's lifetime-packed buffers and workspace.
+  const MemorySharing sharing{plan.AddSharedRegion(), plan.AddSharedRegion()};
+  net_->RequestMemory(plan, sharing);
+  for (auto& test_net : test_nets_) test_net->RequestMemory(plan, sharing);
+  history_.assign(rule_->num_history(), nullptr);
+  for (int k = 0; k < rule_->num_history(); ++k)
+    plan.Request(net_->param_count(), [this, k](float* h) { history_[k] = h; }, MemoryUse::kSolverHistory);
+  if (ctx_.device() == Device::kGPU && !ctx_.plan_only()) {  // (its state is a few floats)
+    stepper_ = std::make_unique<GpuStepper>(ctx_, *net_, param_, *rule_, cuda_graph);
+    stepper_->RequestMemory(plan);
+  }
 }
 
 // The arena goes before the nets: let a GPU finish what it was doing with them first (a batch copy
@@ -161,6 +181,7 @@ void Solver::InitTrainNet() {
   }
   LOG(INFO) << "Creating training net from " << source;
   SetState(&net_param, TRAIN, param_.has_train_state() ? &param_.train_state() : nullptr);
+  if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
   net_ = std::make_unique<Net>(net_param, ctx_, source);
   bool has_loss = false;
   for (float weight : net_->blob_loss_weights()) has_loss |= weight != 0;
@@ -196,6 +217,7 @@ void Solver::InitTestNets() {
     LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i].first;
     NetParameter net_param = sources[i].second;
     SetState(&net_param, TEST, param_.test_state_size() ? &param_.test_state(i) : nullptr);
+    if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
     test_nets_.push_back(std::make_unique<Net>(net_param, ctx_, sources[i].first));
     test_nets_.back()->ShareTrainedLayersWith(net_.get());
   }

@@ -12,12 +12,6 @@ namespace cortado::test {
 
 namespace {
 
-NetParameter ParseNet(const std::string& text) {
-  NetParameter param;
-  ReadProtoFromTextString(text, &param, "test.prototxt");
-  return param;
-}
-
 // x (4×3) feeds two InnerProduct branches that share weights "w"; one branch goes through an
 // in-place ReLU; each branch has its own Euclidean loss against y, weighted 0.5 and 2.
 const char* kSharedNet = R"(
