@@ -1,7 +1,8 @@
 // trainer.cpp — the command line, in Caffe's shape:
 //   trainer train --solver=S [--weights=a.caffemodel[,b...] | --snapshot=X.solverstate] [--gpu=N]
 //   trainer test --model=M --weights=W [--iterations=50] [--gpu=N]
-//   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST] [--gpu=N]
+//   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST] [--gpu=N] [--batch_size=B]
+//   trainer train|time ... --plan_only [--max_memory=80G]: the memory plan, allocating nothing
 //   trainer device_query [--gpu=N]
 //   trainer upgrade --model=OLD.prototxt|OLD.caffemodel --output=NEW
 // A user's mistake ends with one line on stderr and exit code 1 (see tool.hpp).
@@ -12,6 +13,8 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <functional>
+#include <iostream>
 #include <iomanip>
 #include <map>
 #include <memory>
@@ -20,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include "cortado/batch_size.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/io.hpp"
@@ -47,6 +51,13 @@ DEFINE_bool(deterministic, false, "GPU: cuDNN algorithms that give the same bits
             "solver field deterministic)");
 DEFINE_int32(cudnn_workspace_limit_mb, -1, "GPU: the most workspace one cuDNN convolution may use, in MiB (as the "
              "solver field cudnn_workspace_limit_mb, default 1024)");
+DEFINE_bool(memory_reuse, true, "Let buffers whose lifetimes do not overlap share memory (as the solver and net "
+            "field memory_reuse); --memory_reuse=false gives each its own, for debugging");
+DEFINE_bool(plan_only, false, "train, time: print the memory plan of the nets (on --gpu's device, which need not be "
+            "present) and exit without allocating or running anything");
+DEFINE_string(max_memory, "", "With --plan_only: also find the largest batch whose plan fits in this many bytes "
+              "(suffixes K, M, G, T are powers of 1000, Ki, Mi, Gi, Ti of 1024; e.g. 80G)");
+DEFINE_int32(batch_size, 0, "train, test, time: the batch of every data and input layer, instead of the prototxt's");
 DEFINE_string(sigint_effect, "stop", "On SIGINT or SIGTERM during training: stop (snapshot and exit), snapshot, or none");
 DEFINE_string(sighup_effect, "snapshot", "On SIGHUP during training: snapshot, stop, or none");
 
@@ -138,12 +149,77 @@ std::unique_ptr<cortado::Context> ContextFromFlags() {
   return ctx;
 }
 
+// test and time: --batch_size and --memory_reuse applied to the net.
+void ApplyNetFlags(cortado::NetParameter* param) {
+  if (FLAGS_batch_size > 0) {
+    CORTADO_REQUIRE(cortado::SetBatchSize(param, FLAGS_batch_size) > 0, "--batch_size: ", FLAGS_model,
+                    " has no data or input layer whose batch could be set");
+  }
+  if (!FLAGS_memory_reuse) param->set_memory_reuse(false);
+}
+
 cortado::NetState StateFromFlags(cortado::Phase phase) {
   cortado::NetState state;
   state.set_phase(phase);
   state.set_level(FLAGS_level);
   for (const auto& stage : SplitCommas(FLAGS_stage)) state.add_stage(stage);
   return state;
+}
+
+// ---- memory plans (--plan_only) --------------------------------------------------------------------
+
+// --max_memory's bytes: a number with an optional K/M/G/T (powers of 1000) or Ki/Mi/Gi/Ti (of 1024)
+// suffix, and an optional trailing B.
+size_t BytesFromFlag(const std::string& text) {
+  size_t end = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+  }
+  std::string unit = text.substr(std::min(end, text.size()));
+  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  const std::map<std::string, double> scale = {{"", 1},      {"K", 1e3},  {"M", 1e6},           {"G", 1e9},
+                                               {"T", 1e12},  {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
+                                               {"Ti", 1099511627776.0}};
+  auto it = scale.find(unit);
+  CORTADO_REQUIRE(value > 0 && it != scale.end(), "--max_memory=", text,
+                  " is not a size (write e.g. 80G, 80GB, 76Gi or 8000000000)");
+  return static_cast<size_t>(value * it->second);
+}
+
+// Prints the plan at the flags' batch and, with --max_memory, the largest batch that fits.
+// plan_at(batch) plans at that batch (0: the prototxt's) and returns the bytes and the summary.
+int PrintPlan(const std::function<size_t(int, std::string*)>& plan_at, const std::string& device) {
+  const size_t limit = FLAGS_max_memory.empty() ? 0 : BytesFromFlag(FLAGS_max_memory);  // checked first
+  std::string summary;
+  const size_t bytes = plan_at(FLAGS_batch_size, &summary);
+  std::cout << (FLAGS_batch_size > 0 ? "Batch " + std::to_string(FLAGS_batch_size) + ": " : "") << summary << " ("
+            << bytes << " bytes in all)" << std::endl;
+  if (FLAGS_max_memory.empty()) return 0;
+  auto fits = [&](int batch) { return plan_at(batch, nullptr) <= limit; };
+  const std::string within = "in " + cortado::FormatBytes(limit) + " on the " + device;
+  if (!fits(1)) {
+    std::cout << "Not even batch 1 fits " << within << std::endl;
+    return 0;
+  }
+  int low = 1, high = 2;  // fits(low), and high is the next batch to try
+  constexpr int kMostBatch = 1 << 20;
+  while (high <= kMostBatch && fits(high)) {
+    low = high;
+    high *= 2;
+  }
+  if (high > kMostBatch) {
+    std::cout << "Every batch up to " << low << " fits " << within << std::endl;
+    return 0;
+  }
+  while (high - low > 1) {  // fits(low), !fits(high)
+    const int mid = low + (high - low) / 2;
+    (fits(mid) ? low : high) = mid;
+  }
+  std::cout << "Largest batch that fits " << within << ": " << low << " (planned " << plan_at(low, nullptr)
+            << " bytes)" << std::endl;
+  return 0;
 }
 
 // ---- signals -------------------------------------------------------------------------------------
@@ -229,6 +305,15 @@ int Train() {
     param.set_device_id(gpu);
   }
   ApplyGpuFlags(&param);
+  if (!FLAGS_memory_reuse) param.set_memory_reuse(false);
+  if (FLAGS_plan_only) {
+    return PrintPlan([&](int batch, std::string* summary) {
+      cortado::SolverParameter planned(param);
+      if (batch > 0) cortado::SetBatchSize(&planned, batch);
+      return cortado::Solver::PlanMemory(planned, FLAGS_solver, summary);
+    }, gpu >= 0 ? "GPU" : "CPU");
+  }
+  if (FLAGS_batch_size > 0) cortado::SetBatchSize(&param, FLAGS_batch_size);
   cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph);
   for (const auto& w : weights) {
     LOG(INFO) << "Finetuning from " << w;
@@ -247,6 +332,7 @@ int Test() {
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(cortado::TEST);
+  ApplyNetFlags(&param);
   const std::unique_ptr<cortado::Context> context = ContextFromFlags();
   cortado::Context& ctx = *context;
   cortado::Net net(param, ctx, FLAGS_model);
@@ -291,6 +377,23 @@ int Time() {
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(phase);
+  ApplyNetFlags(&param);
+  if (FLAGS_plan_only) {
+    const bool gpu = GpuFromFlag() >= 0;
+    cortado::SolverParameter defaults;
+    ApplyGpuFlags(&defaults);
+    return PrintPlan([&](int batch, std::string* summary) {
+      cortado::NetParameter planned(param);
+      if (batch > 0) cortado::SetBatchSize(&planned, batch);
+      cortado::Context ctx(gpu ? cortado::Device::kGPU : cortado::Device::kCPU, cortado::Context::PlanOnly{});
+      ctx.SetGpuSettings(cortado::GpuSettingsOf(defaults, "the command line"));
+      cortado::Net net(planned, ctx, FLAGS_model);
+      cortado::MemoryPlan plan(ctx.device());
+      net.RequestMemory(plan);
+      if (summary) *summary = plan.Summary();
+      return plan.bytes();
+    }, gpu ? "GPU" : "CPU");
+  }
   const std::unique_ptr<cortado::Context> context = ContextFromFlags();
   cortado::Context& ctx = *context;
   cortado::Net net(param, ctx, FLAGS_model);

@@ -1,6 +1,7 @@
 // trainer_cli_test.cpp — the trainer's command line: --help, unknown flags, the progress line, the
 // output of `trainer test` and `trainer time`, fine-tuning from several weight files (the later
-// file wins for a layer both hold; solver.weights too), snapshot_diff, and --gpu without a GPU.
+// file wins for a layer both hold; solver.weights too), snapshot_diff, --gpu without a GPU, and
+// --plan_only with --batch_size and --max_memory.
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -190,6 +191,45 @@ TEST(TrainerCli, GpuFlagRejectsBadIdsAndFallsBackToTheCpuWithoutAGpu) {
   const auto query = RunCommand(ToolPath("trainer") + " device_query --gpu=0");
   EXPECT_EQ(query.exit_code, 1);
   EXPECT_EQ(CountLines(query.err), 1) << query.err;
+}
+
+// The bytes a --plan_only run printed ("... (N bytes in all)"), or 0.
+size_t PlannedBytes(const std::string& out) {
+  const size_t end = out.find(" bytes in all)");
+  if (end == std::string::npos) return 0;
+  const size_t begin = out.rfind('(', end);
+  return std::stoull(out.substr(begin + 1, end - begin - 1));
+}
+
+TEST(TrainerCli, PlanOnlyPrintsThePlanAndTheLargestBatchThatFits) {
+  const std::string dir = NewTempDir();
+  const std::string trainer = ToolPath("trainer");
+  int code = -1;
+  // time: one net, any batch, for the GPU even without one; reuse takes less than none.
+  const std::string time = trainer + " time --model=" + WriteNet(dir) + " --plan_only --gpu=0 --batch_size=5000";
+  const std::string with = StdoutOf(time + " 2>/dev/null", &code);
+  EXPECT_EQ(code, 0);
+  EXPECT_NE(with.find("Batch 5000: Memory plan (GPU): "), std::string::npos) << with;
+  const std::string without = StdoutOf(time + " --memory_reuse=false 2>/dev/null", &code);
+  EXPECT_GT(PlannedBytes(without), PlannedBytes(with));
+  EXPECT_GT(PlannedBytes(with), 0u);
+
+  // train: the solver's nets and history; the largest batch fits and the next does not.
+  const std::string train = trainer + " train --solver=" + WriteSolver(dir, "") + " --plan_only";
+  const std::string found = StdoutOf(train + " --max_memory=2M 2>/dev/null", &code);
+  EXPECT_EQ(code, 0);
+  const std::string prefix = "Largest batch that fits in 2.00 MB on the CPU: ";
+  const size_t at = found.find(prefix);
+  ASSERT_NE(at, std::string::npos) << found;
+  const int batch = std::stoi(found.substr(at + prefix.size()));
+  EXPECT_LE(PlannedBytes(StdoutOf(train + " --batch_size=" + std::to_string(batch) + " 2>/dev/null", &code)), 2000000u);
+  EXPECT_GT(PlannedBytes(StdoutOf(train + " --batch_size=" + std::to_string(batch + 1) + " 2>/dev/null", &code)), 2000000u);
+  EXPECT_FALSE(std::filesystem::exists(dir + "/two_iter_0.caffemodel")) << "plan_only trained";
+
+  const CommandResult bad = RunCommand(train + " --max_memory=lots");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("--max_memory=lots is not a size"), std::string::npos) << bad.err;
+  EXPECT_EQ(CountLines(bad.err), 1) << bad.err;
 }
 
 }  // namespace cortado::test
