@@ -8,6 +8,8 @@
 #   cortado_configure         configures BUILD_DIR (Release; CUDA on when nvcc is found)
 #   cortado_build [TARGET...] builds BUILD_DIR with one job per core
 #   cortado_prepare_mnist     fetches MNIST (data/get_mnist.sh) and converts it to LMDB, if missing
+#   other_load                percent of all cores busy over one second (benchmarks warn when the
+#                             machine is not idle: both sides' thread pools spin, so load distorts them)
 # shellcheck shell=bash
 
 REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -98,4 +100,16 @@ cortado_prepare_mnist() {
       --backend=lmdb
     mv "$db.partial" "$db"
   done
+}
+
+other_load() {
+  local a b
+  read -r -a a < <(grep '^cpu ' /proc/stat)
+  sleep 1
+  read -r -a b < <(grep '^cpu ' /proc/stat)
+  local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) )) total=0 i
+  for ((i = 1; i < ${#b[@]}; i++)); do
+    total=$((total + b[i] - a[i]))
+  done
+  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
 }

@@ -37,19 +37,6 @@ build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt"
 cortado_build trainer convert_mnist_data
 cortado_prepare_mnist
 
-# Other work on the cores distorts both sides' timings (their thread pools spin): measure it.
-other_load() {  # percent of all cores busy over one second
-  local a b
-  read -r -a a < <(grep '^cpu ' /proc/stat)
-  sleep 1
-  read -r -a b < <(grep '^cpu ' /proc/stat)
-  local idle=$(( (b[4] + b[5]) - (a[4] + a[5]) )) total=0 i
-  for ((i = 1; i < ${#b[@]}; i++)); do
-    total=$((total + b[i] - a[i]))
-  done
-  echo $(( total > 0 ? 100 * (total - idle) / total : 0 ))
-}
-
 median() {  # the median of the numbers on stdin, one per line
   sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) exit 1
                    print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'

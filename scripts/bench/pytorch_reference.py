@@ -69,10 +69,12 @@ class Bottleneck(nn.Module):
     Caffe's prototxt does) -> BN -> ReLU -> branch2b 3x3 pad 1 -> BN -> ReLU -> branch2c 1x1 (4x the
     width) -> BN, plus the shortcut: identity, or in each stage's first block branch1, a 1x1
     projection with the same stride -> BN; then ReLU. Convolutions without bias (bias_term: false);
-    Caffe's BatchNorm + Scale pair is one affine BatchNorm2d (eps 1e-5 both)."""
+    Caffe's BatchNorm + Scale pair is one affine BatchNorm2d (eps 1e-5 both). inplace: the ReLUs
+    overwrite their input, as Caffe's do (memory.sh); off by default (gpu.sh's runs)."""
 
-    def __init__(self, cin, width, stride, project):
+    def __init__(self, cin, width, stride, project, inplace=False):
         super().__init__()
+        self.inplace = inplace
         cout = 4 * width
         self.branch2a = nn.Conv2d(cin, width, 1, stride, bias=False)
         self.bn2a = nn.BatchNorm2d(width)
@@ -84,32 +86,34 @@ class Bottleneck(nn.Module):
                         if project else None)
 
     def forward(self, x):
-        y = F.relu(self.bn2a(self.branch2a(x)))
-        y = F.relu(self.bn2b(self.branch2b(y)))
+        y = F.relu(self.bn2a(self.branch2a(x)), inplace=self.inplace)
+        y = F.relu(self.bn2b(self.branch2b(y)), inplace=self.inplace)
         y = self.bn2c(self.branch2c(y))
-        return F.relu(y + (x if self.branch1 is None else self.branch1(x)))
+        return F.relu(y + (x if self.branch1 is None else self.branch1(x)), inplace=self.inplace)
 
 
 class ResNet50(nn.Module):
     """Caffe's ResNet-50 (Kaiming He's original, models/resnet/ResNet-50-deploy.prototxt): conv1 7x7/2
     pad 3, 64, with a bias -> BN -> ReLU -> max pool 3/2 (rounding up, as Caffe: 112 -> 56) -> stages
     res2..res5 of 3, 4, 6, 3 bottlenecks, widths 64, 128, 256, 512 (x4 out), stride 1, 2, 2, 2 on
-    each stage's first block -> average pool 7/1 -> fc1000. 53 convolutions, 25.6 M parameters."""
+    each stage's first block -> average pool 7/1 -> fc1000. 53 convolutions, 25.6 M parameters
+    (25,557,096, as the prototxt's). inplace: in-place ReLUs, as Caffe's (see Bottleneck)."""
 
-    def __init__(self):
+    def __init__(self, inplace=False):
         super().__init__()
+        self.inplace = inplace
         self.conv1 = nn.Conv2d(3, 64, 7, 2, 3)
         self.bn_conv1 = nn.BatchNorm2d(64)
         blocks, cin = [], 64
         for width, count, stride in ((64, 3, 1), (128, 4, 2), (256, 6, 2), (512, 3, 2)):
             for i in range(count):
-                blocks.append(Bottleneck(cin, width, stride if i == 0 else 1, project=i == 0))
+                blocks.append(Bottleneck(cin, width, stride if i == 0 else 1, project=i == 0, inplace=inplace))
                 cin = 4 * width
         self.blocks = nn.Sequential(*blocks)
         self.fc1000 = nn.Linear(2048, 1000)
 
     def forward(self, x):
-        x = F.relu(self.bn_conv1(self.conv1(x)))
+        x = F.relu(self.bn_conv1(self.conv1(x)), inplace=self.inplace)
         x = F.max_pool2d(x, 3, 2, ceil_mode=True)
         x = F.avg_pool2d(self.blocks(x), 7, 1)
         return self.fc1000(x.flatten(1))
