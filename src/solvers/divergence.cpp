@@ -1,5 +1,5 @@
-// divergence.cpp — scans a net's blobs for the first non-finite value after a step went wrong (GPU
-// blobs through host copies).
+// divergence.cpp — after a step went wrong, runs the pass again layer by layer to name the first
+// non-finite value (GPU blobs through host copies).
 #include "cortado/divergence.hpp"
 
 #include <cmath>
@@ -7,6 +7,7 @@
 
 #include "cortado/layer.hpp"
 #include "cortado/math_gpu.hpp"
+#include "cortado/step_inputs.hpp"
 
 namespace cortado {
 
@@ -44,32 +45,43 @@ std::string LayerName(const Layer& layer) {
 
 }  // namespace
 
-std::string FindNonFinite(const Net& net) {
+std::string FindNonFinite(Net& net, Context& ctx) {
   const auto& layers = net.layers();
-  for (size_t i = 0; i < layers.size(); ++i) {
-    for (size_t k = 0; k < layers[i]->blobs().size(); ++k) {
+  const int n = static_cast<int>(layers.size());
+  for (int i = 0; i < n; ++i)
+    for (size_t k = 0; k < layers[i]->blobs().size(); ++k)
       if (!DataFinite(*layers[i]->blobs()[k]))
         return "the parameters (blob " + std::to_string(k) + ") of " + LayerName(*layers[i]) +
                " are not finite: an earlier update diverged";
-    }
-    for (size_t t = 0; t < net.top_vecs()[i].size(); ++t) {
-      if (!DataFinite(*net.top_vecs()[i][t]))
-        return LayerName(*layers[i]) + " produced a non-finite output '" +
-               net.blob_names()[net.top_ids()[i][t]] + "'";
-    }
+  // The pass again, each value checked as soon as it is made: under memory reuse a blob's memory
+  // may hold a later buffer's values by now. Data layers are not run again; their tops keep the batch.
+  if (ctx.device() == Device::kGPU) {
+    net.PrepareStep();
+    StepInputsOf(ctx).Upload(ctx);
   }
-  for (size_t i = layers.size(); i-- > 0;) {
+  for (int i = 0; i < n; ++i) {
+    if (!net.bottom_vecs()[i].empty()) {
+      layers[i]->Forward(net.bottom_vecs()[i], net.top_vecs()[i]);
+      ctx.Synchronize();
+    }
+    for (size_t t = 0; t < net.top_vecs()[i].size(); ++t)
+      if (!DataFinite(*net.top_vecs()[i][t]))
+        return LayerName(*layers[i]) + " produced a non-finite output '" + net.blob_names()[net.top_ids()[i][t]] + "'";
+  }
+  if (net.phase() != TRAIN) return "";
+  net.ClearParamDiffs();
+  for (int i = n - 1; i >= 0; --i) {
     if (!net.layer_need_backward()[i]) continue;
-    for (size_t k = 0; k < layers[i]->blobs().size(); ++k) {
+    layers[i]->Backward(net.top_vecs()[i], net.bottom_need_backward()[i], net.bottom_vecs()[i]);
+    ctx.Synchronize();
+    for (size_t k = 0; k < layers[i]->blobs().size(); ++k)
       if (!DiffFinite(*layers[i]->blobs()[k]))
         return LayerName(*layers[i]) + " produced a non-finite gradient for its parameters (blob " +
                std::to_string(k) + ")";
-    }
-    for (size_t b = 0; b < net.bottom_vecs()[i].size(); ++b) {
+    for (size_t b = 0; b < net.bottom_vecs()[i].size(); ++b)
       if (net.bottom_need_backward()[i][b] && !DiffFinite(*net.bottom_vecs()[i][b]))
         return LayerName(*layers[i]) + " produced a non-finite gradient for its input '" +
                net.blob_names()[net.bottom_ids()[i][b]] + "'";
-    }
   }
   return "";
 }

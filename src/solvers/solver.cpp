@@ -385,7 +385,7 @@ void Solver::LogProgress(double elapsed_s, int iters_done) const {
 
 void Solver::StopDiverged(int iteration, float loss) {
   ctx_.Synchronize();
-  std::string where = FindNonFinite(*net_);
+  std::string where = FindNonFinite(*net_, ctx_);
   if (where.empty()) where = "the gradients overflowed";
   Fail(solver_path_, ": training diverged at iteration ", iteration, " (loss = ", loss, "): ", where,
        ". Try a lower base_lr (now ", param_.base_lr(), ")",

@@ -1,8 +1,10 @@
 // net_memory_test.cpp — the memory plan: packing lifetimes, in-place chains that stay correct, blobs
-// that stay readable, the reuse switch, and plans made for a GPU without one.
+// that stay readable, the reuse switch, divergence found under reuse, and plans made for a GPU
+// without one.
 #include <algorithm>
 #include <random>
 
+#include "cortado/divergence.hpp"
 #include "cortado/io.hpp"
 #include "cortado/memory.hpp"
 #include "cortado/net.hpp"
@@ -208,6 +210,30 @@ TEST(MemoryPlan, OutputsAndBlobsAskedForStayReadableAfterAPass) {
   EXPECT_NE(kept.blob_by_name("b")->data(), kept.blob_by_name("d")->data());
   Net fresh(param, ctx, "deep.prototxt");
   EXPECT_NE(ErrorOf([&] { fresh.KeepReadable({"nonesuch"}); }).find("no blob named 'nonesuch'"), std::string::npos);
+}
+
+TEST(MemoryPlan, DivergenceIsTracedToTheLayerThatMadeItWithReuseOnAndOff) {
+  // log of a negative number: the Log layer, late in the pass, makes the first NaN; its output may
+  // live where an earlier blob did, so the search runs the pass again rather than scanning memory.
+  NetParameter param = ParseNet(R"(
+layer { name: "x" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { data_filler { type: "constant" value: 1 } shape { dim: 2 dim: 8 } shape { dim: 2 dim: 8 } } }
+layer { name: "ip1" type: "InnerProduct" bottom: "x" top: "a" inner_product_param { num_output: 8 weight_filler { type: "constant" value: 1 } } }
+layer { name: "neg" type: "Power" bottom: "a" top: "b" power_param { scale: -1 } }
+layer { name: "ip2" type: "InnerProduct" bottom: "b" top: "c" inner_product_param { num_output: 8 weight_filler { type: "constant" value: 1 } } }
+layer { name: "log" type: "Log" bottom: "c" top: "d" }
+layer { name: "loss" type: "EuclideanLoss" bottom: "d" bottom: "y" top: "loss" }
+)");
+  param.mutable_state()->set_phase(TRAIN);
+  for (const bool reuse : {true, false}) {
+    param.set_memory_reuse(reuse);
+    Context ctx(Device::kCPU, 1);
+    Net net(param, ctx, "nan.prototxt");
+    net.AllocateOwnArena();
+    net.Forward();
+    net.Backward();
+    EXPECT_EQ(FindNonFinite(net, ctx), "layer 'log' (Log) produced a non-finite output 'd'") << "reuse " << reuse;
+  }
 }
 
 TEST(MemoryPlan, SplitTopsAreViewsOfTheirBottomsData) {
