@@ -231,6 +231,29 @@ TEST(TrainingGpuMemory, StepsAllocateNoDeviceMemory) {
   EXPECT_EQ(solver.iter(), 12);
 }
 
+// Memory reuse on the GPU (test net sharing the train net's region, CUDA graphs replaying over reused
+// buffers) trains to the same bits as every buffer in memory of its own.
+TEST(TrainingGpuMemory, ReuseOnAndOffTrainTheSameBits) {
+  SKIP_WITHOUT_GPU();
+  std::vector<std::vector<float>> weights;
+  for (const bool reuse : {true, false}) {
+    const std::string dir = TempDir() + (reuse ? "/on" : "/off");
+    fs::create_directories(dir);
+    SolverParameter param = TinySolver(dir, "SGD", true, "reuse");
+    param.set_deterministic(true);
+    param.set_memory_reuse(reuse);
+    Solver solver(param);
+    solver.Step(12);  // tests at 4, 8 and 12 run between the steps, in the train net's memory
+    ASSERT_TRUE(solver.gpu_stepper()->using_graphs());
+    solver.context().Synchronize();
+    std::vector<float> all;
+    for (const Blob* p : solver.net()->learnable_params())
+      for (float v : p->ReadData()) all.push_back(v);
+    weights.push_back(all);
+  }
+  EXPECT_TRUE(weights[0] == weights[1]) << "reuse changed the trained weights";
+}
+
 // The tiny net with dropout after the hidden layer: every step needs a new mask.
 std::string WriteTinyDropoutNet(const std::string& dir) {
   std::string text = ReadFile(WriteTinyNet(dir));
