@@ -136,14 +136,19 @@ void ApplyGpuFlags(cortado::SolverParameter* param) {
   if (FLAGS_cudnn_workspace_limit_mb >= 0) param->set_cudnn_workspace_limit_mb(FLAGS_cudnn_workspace_limit_mb);
 }
 
+// test and time: the defaults with the GPU flags applied.
+cortado::GpuSettings GpuSettingsFromFlags() {
+  cortado::SolverParameter defaults;
+  ApplyGpuFlags(&defaults);
+  return cortado::GpuSettingsOf(defaults, "the command line");
+}
+
 // test and time: a context for --gpu's device (or the CPU), with the GPU flags applied.
 std::unique_ptr<cortado::Context> ContextFromFlags() {
   const auto [device, gpu] = DeviceFromFlag();
   auto ctx = std::make_unique<cortado::Context>(device, -1, gpu);
   if (device == cortado::Device::kGPU) {
-    cortado::SolverParameter defaults;
-    ApplyGpuFlags(&defaults);
-    ctx->SetGpuSettings(cortado::GpuSettingsOf(defaults, "the command line"));
+    ctx->SetGpuSettings(GpuSettingsFromFlags());
     cortado::LogGpuSettings(*ctx);
   }
   return ctx;
@@ -380,13 +385,12 @@ int Time() {
   ApplyNetFlags(&param);
   if (FLAGS_plan_only) {
     const bool gpu = GpuFromFlag() >= 0;
-    cortado::SolverParameter defaults;
-    ApplyGpuFlags(&defaults);
+    const cortado::GpuSettings settings = GpuSettingsFromFlags();
     return PrintPlan([&](int batch, std::string* summary) {
       cortado::NetParameter planned(param);
       if (batch > 0) cortado::SetBatchSize(&planned, batch);
       cortado::Context ctx(gpu ? cortado::Device::kGPU : cortado::Device::kCPU, cortado::Context::PlanOnly{});
-      ctx.SetGpuSettings(cortado::GpuSettingsOf(defaults, "the command line"));
+      ctx.SetGpuSettings(settings);
       cortado::Net net(planned, ctx, FLAGS_model);
       cortado::MemoryPlan plan(ctx.device());
       net.RequestMemory(plan);

@@ -48,9 +48,6 @@ class Net {
   // Blobs whose data and diff must stay readable after a pass (features a tool extracts, blobs a
   // script reads), besides the outputs. Call before RequestMemory; an unknown name is an Error.
   void KeepReadable(const std::vector<std::string>& blob_names);
-  // Whether buffers share memory by lifetime (NetParameter.memory_reuse; default true).
-  bool memory_reuse() const { return memory_reuse_; }
-  void set_memory_reuse(bool reuse) { memory_reuse_ = reuse; }
   // After the plan is bound: aliases, shared parameters, loss weights, parameter fillers.
   void Initialize();
   void AllocateOwnArena();
@@ -176,7 +173,7 @@ class Net {
   bool initialized_ = false;
   bool force_backward_ = false;
   bool runs_backward_ = false;  // TRAIN, or force_backward: diffs exist and Backward may run
-  bool memory_reuse_ = true;
+  bool memory_reuse_ = true;  // NetParameter.memory_reuse: buffers share memory by lifetime
   std::vector<std::pair<int, int>> last_writer_;  // per blob: (layer, top) that wrote it last so far
   std::set<int> keep_readable_;                    // blob ids
   std::map<Blob*, std::pair<float*, float*>> addresses_;  // planned data and diff, bound in Initialize
