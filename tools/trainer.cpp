@@ -1,5 +1,7 @@
 // trainer.cpp — the command line, in Caffe's shape:
 //   trainer train --solver=S [--weights=a.caffemodel[,b...] | --snapshot=X.solverstate] [--gpu=N]
+//   trainer train ... --gpu=0,1,2,3: one rank per GPU, a thread each (data parallel, parallel.hpp)
+//   mpirun -np N [-H host1,host2] trainer train ...: one rank per process, on its local GPU or the CPU
 //   trainer test --model=M --weights=W [--iterations=50] [--gpu=N]
 //   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST] [--gpu=N] [--batch_size=B]
 //   trainer train|time ... --plan_only [--max_memory=80G]: the memory plan, allocating nothing
@@ -10,6 +12,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
@@ -18,8 +21,11 @@
 #include <iomanip>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -27,6 +33,7 @@
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/io.hpp"
+#include "cortado/parallel.hpp"
 #include "cortado/solver.hpp"
 #include "cortado/tool.hpp"
 #include "cortado/upgrade.hpp"
@@ -41,8 +48,11 @@ DEFINE_string(phase, "TRAIN", "Net phase for time: TRAIN or TEST");
 DEFINE_int32(level, 0, "Net state level, for include/exclude rules");
 DEFINE_string(stage, "", "Comma-separated net state stages, for include/exclude rules");
 DEFINE_string(gpu, "", "The GPU to run on (train, test, time), overriding the solver's solver_mode and "
-              "device_id; 'all' or a list such as 0,1 uses the first (multi-GPU is not implemented yet). "
-              "Without a GPU, runs on the CPU. device_query: the GPUs to describe (default 0)");
+              "device_id. train: a list such as 0,1 or 'all' trains data-parallel, one thread per GPU (under "
+              "mpirun: rank r uses its local rank's entry); test and time use the first. Without a GPU, runs on "
+              "the CPU. device_query: the GPUs to describe (default 0)");
+DEFINE_double(exchange_bucket_mb, 0, "Data-parallel training: average the gradients in buckets of about this many "
+              "MiB (as the solver field exchange_bucket_mb, default 4)");
 DEFINE_bool(cuda_graph, true, "GPU training: capture each step as CUDA graphs after a warm-up iteration and "
             "replay them (false: queue every step layer by layer)");
 DEFINE_bool(strict_fp32, false, "GPU: strict FP32, no TF32 tensor cores (as the solver field strict_fp32; by "
@@ -95,12 +105,12 @@ std::vector<int> GpuIdsFromFlag() {
   return ids;
 }
 
-// The GPU train, test and time use: the first --gpu id (-1 without --gpu).
+// The GPU test and time use: the first --gpu id (-1 without --gpu).
 int GpuFromFlag() {
   const std::vector<int> ids = GpuIdsFromFlag();
   if (ids.empty()) return -1;
   if (ids.size() > 1 && cortado::GpuCount() > 0)
-    LOG(WARNING) << "--gpu=" << FLAGS_gpu << ": multi-GPU is not implemented yet; using GPU " << ids[0] << " only";
+    LOG(WARNING) << "--gpu=" << FLAGS_gpu << ": test and time run on one GPU; using GPU " << ids[0];
   return ids[0];
 }
 
@@ -229,13 +239,18 @@ int PrintPlan(const std::function<size_t(int, std::string*)>& plan_at, const std
 
 // ---- signals -------------------------------------------------------------------------------------
 
-cortado::Solver* g_solver = nullptr;
+// The solvers training in this process (one, or one per GPU thread), for the signal handler.
+constexpr int kMostSolvers = 64;
+std::atomic<cortado::Solver*> g_solvers[kMostSolvers];
 std::string g_sigint_effect, g_sighup_effect;
 
 void ApplyEffect(const std::string& effect) {
-  if (g_solver == nullptr) return;
-  if (effect == "stop") g_solver->RequestStop();
-  if (effect == "snapshot") g_solver->RequestSnapshot();
+  for (auto& slot : g_solvers) {
+    cortado::Solver* solver = slot.load();
+    if (solver == nullptr) continue;
+    if (effect == "stop") solver->RequestStop();
+    if (effect == "snapshot") solver->RequestSnapshot();
+  }
 }
 
 void OnSignal(int signal) { ApplyEffect(signal == SIGHUP ? g_sighup_effect : g_sigint_effect); }
@@ -245,10 +260,9 @@ void CheckEffect(const std::string& flag, const std::string& value) {
                   " is not valid (choose stop, snapshot or none)");
 }
 
-void InstallSignalHandlers(cortado::Solver* solver) {
+void InstallSignalHandlers() {
   CheckEffect("sigint_effect", FLAGS_sigint_effect);
   CheckEffect("sighup_effect", FLAGS_sighup_effect);
-  g_solver = solver;
   g_sigint_effect = FLAGS_sigint_effect;
   g_sighup_effect = FLAGS_sighup_effect;
   struct sigaction action {};
@@ -291,7 +305,73 @@ class PassClock {
 
 // ---- commands ------------------------------------------------------------------------------------
 
-int Train() {
+// Trains one solver (this process's, or one rank's) to the end: fine-tuning from `weights` or resuming
+// from --snapshot, with the signal handlers reaching it.
+void RunSolver(const cortado::SolverParameter& param, const std::vector<std::string>& weights, cortado::Ranks* ranks) {
+  cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph, ranks);
+  for (const auto& w : weights) {
+    LOG_IF(INFO, solver.is_root()) << "Finetuning from " << w;
+    solver.net()->CopyTrainedLayersFrom(w);
+  }
+  const int slot = ranks != nullptr ? ranks->rank() % kMostSolvers : 0;
+  g_solvers[slot] = &solver;
+  solver.Solve(FLAGS_snapshot);
+  g_solvers[slot] = nullptr;
+}
+
+// Data parallel: one seed for every rank (rank 0's, drawn when the solver has none), so all build the
+// same weights and read the same data order.
+void ShareSeed(cortado::SolverParameter* param, cortado::Ranks* ranks) {
+  int64_t seed = param->random_seed();
+  if (seed < 0 && (ranks == nullptr || ranks->rank() == 0)) seed = std::random_device{}() & 0x7fffffff;
+  if (ranks != nullptr) ranks->Broadcast(&seed, sizeof seed, 0);
+  param->set_random_seed(seed);
+}
+
+// --gpu=0,1,...: one rank per GPU, a thread each, exchanging over NCCL. The first rank to fail ends
+// the others (their collectives throw, their NCCL communicators are aborted) and is the one reported.
+int TrainGpuThreads(const cortado::SolverParameter& param, const std::vector<std::string>& weights,
+                    const std::vector<int>& gpus) {
+  const int count = cortado::GpuCount();
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    CORTADO_REQUIRE(gpus[i] < count, "--gpu: GPU ", gpus[i], " does not exist (this machine has ", count, " GPU",
+                    count == 1 ? "" : "s", ")");
+    for (size_t j = 0; j < i; ++j)
+      CORTADO_REQUIRE(gpus[i] != gpus[j], "--gpu=", FLAGS_gpu, " names GPU ", gpus[i], " twice: NCCL runs one rank "
+                      "per GPU");
+  }
+  CORTADO_REQUIRE(static_cast<int>(gpus.size()) <= kMostSolvers, "--gpu names more than ", kMostSolvers, " GPUs");
+  cortado::SolverParameter shared = param;
+  ShareSeed(&shared, nullptr);
+  const int n = static_cast<int>(gpus.size());
+  cortado::ThreadRanksGroup group(n);
+  std::mutex failure_mutex;
+  std::string failure;  // the first rank's error
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        cortado::SolverParameter own = shared;
+        own.set_solver_mode(cortado::SolverParameter::GPU);
+        own.set_device_id(gpus[r]);
+        std::unique_ptr<cortado::Ranks> rank = group.Rank(r);
+        RunSolver(own, weights, rank.get());
+      } catch (const std::exception& e) {
+        {
+          std::lock_guard<std::mutex> lock(failure_mutex);
+          if (failure.empty()) failure = (r > 0 ? "rank " + std::to_string(r) + ": " : "") + e.what();
+        }
+        group.Abort();
+        cortado::AbortGpuExchanges();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  if (!failure.empty()) Fail(failure);
+  return 0;
+}
+
+int Train(cortado::Ranks* ranks) {
   CORTADO_REQUIRE(!FLAGS_solver.empty(), "train needs --solver=SOLVER.prototxt");
   CORTADO_REQUIRE(FLAGS_snapshot.empty() || FLAGS_weights.empty(),
                   "give either --snapshot (resume) or --weights (fine-tune), not both");
@@ -304,30 +384,64 @@ int Train() {
     CORTADO_REQUIRE(cortado::FileExists(w), "weights file '", w, "' does not exist");
   CORTADO_REQUIRE(FLAGS_snapshot.empty() || cortado::FileExists(FLAGS_snapshot), "snapshot '",
                   FLAGS_snapshot, "' does not exist");
-  const int gpu = GpuFromFlag();
-  if (gpu >= 0) {  // the solver trains on it when there is a GPU, else on the CPU, saying so
+  const std::vector<int> gpus = GpuIdsFromFlag();
+  if (!gpus.empty()) {  // the solver trains on it when there is a GPU, else on the CPU, saying so
     param.set_solver_mode(cortado::SolverParameter::GPU);
-    param.set_device_id(gpu);
+    // Under mpirun each rank takes its local rank's entry of the list.
+    param.set_device_id(gpus[ranks != nullptr ? ranks->local_rank() % gpus.size() : 0]);
+  } else if (ranks != nullptr && param.solver_mode() == cortado::SolverParameter::GPU) {
+    param.set_device_id(param.device_id() + ranks->local_rank());  // the ranks of a machine, one GPU each
   }
   ApplyGpuFlags(&param);
   if (!FLAGS_memory_reuse) param.set_memory_reuse(false);
+  if (FLAGS_exchange_bucket_mb > 0) param.set_exchange_bucket_mb(static_cast<float>(FLAGS_exchange_bucket_mb));
   if (FLAGS_plan_only) {
     return PrintPlan([&](int batch, std::string* summary) {
       cortado::SolverParameter planned(param);
       if (batch > 0) cortado::SetBatchSize(&planned, batch);
       return cortado::Solver::PlanMemory(planned, FLAGS_solver, summary);
-    }, gpu >= 0 ? "GPU" : "CPU");
+    }, !gpus.empty() ? "GPU" : "CPU");
   }
   if (FLAGS_batch_size > 0) cortado::SetBatchSize(&param, FLAGS_batch_size);
-  cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph);
-  for (const auto& w : weights) {
-    LOG(INFO) << "Finetuning from " << w;
-    solver.net()->CopyTrainedLayersFrom(w);
+  InstallSignalHandlers();
+  if (ranks == nullptr && gpus.size() > 1) {
+    if (cortado::GpuCount() > 0) return TrainGpuThreads(param, weights, gpus);
+    LOG(INFO) << "--gpu=" << FLAGS_gpu << " but " << (cortado::BuiltWithCuda() ? "no GPU was found" : "this build "
+              "has no CUDA support") << "; training in one process on the CPU";
   }
-  InstallSignalHandlers(&solver);
-  solver.Solve(FLAGS_snapshot);
-  g_solver = nullptr;
+  if (ranks != nullptr) {
+    const bool on_cpu = param.solver_mode() == cortado::SolverParameter::CPU || cortado::GpuCount() == 0;
+    if (on_cpu && std::getenv("OMP_NUM_THREADS") == nullptr) {  // the machine's cores, shared by its ranks
+      const int cores = static_cast<int>(std::thread::hardware_concurrency());
+      cortado::Context::SetCpuThreads(std::max(1, cores / ranks->local_size()));
+    }
+    ShareSeed(&param, ranks);
+  }
+  RunSolver(param, weights, ranks);
   return 0;
+}
+
+// A rank of mpirun's that failed: its one line, then every rank ends (MPI_Abort), so that none waits
+// for it. When all fail alike (a bad prototxt), rank 0's line should be the only one: the others wait a
+// moment first, and are usually ended before they print.
+[[noreturn]] void FailRank(cortado::Ranks& ranks, const std::string& message) {
+  if (ranks.rank() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::string who = ranks.rank() > 0 ? "rank " + std::to_string(ranks.rank()) + ": " : "";
+  std::fprintf(stderr, "trainer: error: %s%s\n", who.c_str(), message.c_str());
+  std::fflush(stderr);
+  ranks.Abort();
+}
+
+// train under mpirun: this process is one rank; rank 0 alone logs (the others only errors).
+int TrainAnyWhere() {
+  std::unique_ptr<cortado::Ranks> ranks = FLAGS_plan_only ? nullptr : cortado::JoinMpiRanks(nullptr, nullptr);
+  if (ranks == nullptr) return Train(nullptr);
+  if (ranks->rank() > 0) FLAGS_minloglevel = std::max(FLAGS_minloglevel, int{google::GLOG_ERROR});
+  try {
+    return Train(ranks.get());
+  } catch (const std::exception& e) {
+    FailRank(*ranks, e.what());
+  }
 }
 
 int Test() {
@@ -529,7 +643,7 @@ const char* kUsage =
 int main(int argc, char** argv) {
   return cortado::RunTool(argc, argv, kUsage, [&](int argc, char** argv) {
     const std::map<std::string, int (*)()> commands = {
-        {"train", Train}, {"test", Test}, {"time", Time}, {"device_query", DeviceQuery}, {"upgrade", Upgrade}};
+        {"train", TrainAnyWhere}, {"test", Test}, {"time", Time}, {"device_query", DeviceQuery}, {"upgrade", Upgrade}};
     CORTADO_REQUIRE(argc >= 2, "no command given (valid commands: train, test, time, device_query, upgrade; "
                     "see trainer --help)");
     CORTADO_REQUIRE(argc == 2, "unexpected argument '", argv[2], "' (flags are written --name=value; "

@@ -5,11 +5,14 @@
 // preallocated host batches (pinned when a GPU is present); the consumer takes finished batches in
 // order. Nothing is allocated per batch.
 //
-// Stream positions. This shard's position p (0, 1, 2, …) is the global index g = p·shard_count +
-// shard_index: epoch g / n, place g mod n of that epoch's order — the records' own order, or, with
-// shuffle, a permutation drawn from (seed, epoch). Record g's random transform draws come from a
-// generator seeded by (seed, g). So batch order and contents do not depend on the number of threads,
-// and a pipeline started at position p continues exactly where another one stood (exact resume).
+// Stream positions. The stream is global: record g (0, 1, 2, …) is epoch g / n, place g mod n of that
+// epoch's order — the records' own order, or, with shuffle, a permutation drawn from (seed, epoch).
+// Record g's random transform draws come from a generator seeded by (seed, g). Shard r of N (a rank of
+// data-parallel training) takes, of every N·batch_size consecutive records, the block
+// [r·batch_size, (r+1)·batch_size): together the shards read exactly what one pipeline with batch
+// N·batch_size reads. A position counts records of the global stream (every shard's), so batch order
+// and contents depend neither on the number of threads nor on the split into shards, and a pipeline
+// started at position p continues exactly where another one stood (exact resume).
 #pragma once
 
 #include <condition_variable>
@@ -66,9 +69,9 @@ struct PipelineOptions {
   int threads = 1;             // worker threads (≥ 1)
   bool shuffle = false;        // a new seeded permutation of the records each epoch
   uint64_t seed = 0;           // of shuffles and per-record transforms
-  uint64_t start_position = 0; // this shard's stream position of the first record handed out
-  int shard_index = 0;         // this process's rank …
-  int shard_count = 1;         // … of this many, each taking every shard_count-th record
+  uint64_t start_position = 0; // the global stream position of the first batch (of every shard)
+  int shard_index = 0;         // this rank …
+  int shard_count = 1;         // … of this many, each taking its block of batch_size records
 };
 
 // The transform seed of the record at global index g.
@@ -87,7 +90,8 @@ class BatchPipeline {
   // Waits for the next batch and copies it out (label may be null); returns the seconds spent waiting.
   // A loader's error is rethrown here.
   double Next(float* data, float* label);
-  // This shard's stream position of the next record Next hands out.
+  // The global stream position of the next batch Next hands out (of every shard: a shard's batches
+  // advance it by shard_count·batch_size).
   uint64_t position() const { return position_; }
 
  private:

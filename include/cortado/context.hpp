@@ -52,6 +52,12 @@ class Context {
   // or newer, without strict_fp32.
   bool tf32() const;
 
+  // Data-parallel training (parallel.hpp): this context's rank among `ranks`. The solver sets it before
+  // building its train net, whose data layers then read their rank's block of every batch.
+  void SetDataParallelRank(int rank, int ranks) { rank_ = rank, ranks_ = ranks; }
+  int rank() const { return rank_; }
+  int ranks() const { return ranks_; }
+
   std::mt19937& rng() { return rng_; }
   void Reseed(int64_t seed);
   // The generator's full state as text, so a resumed run draws the same numbers.
@@ -68,6 +74,7 @@ class Context {
   int gpu_id_ = 0;
   std::shared_ptr<GpuResources> gpu_;
   GpuSettings gpu_settings_;
+  int rank_ = 0, ranks_ = 1;
   std::mt19937 rng_;
 };
 

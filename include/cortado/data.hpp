@@ -363,7 +363,7 @@ bool BackwardReadsTopData(int) const override { return false; }  // no backward
 
   Source source_;
   bool has_label_top_ = false;
-  uint64_t position_ = 0;  // records handed to the net, rand_skip included
+  uint64_t position_ = 0;  // records of the stream handed out (by every rank, batch_pipeline.hpp), rand_skip included
   uint64_t seed_ = 0;
   uint64_t records_skipped_ = 0;
   double wait_seconds_ = 0;  // Forward's total time waiting for a batch

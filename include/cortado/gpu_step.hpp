@@ -35,6 +35,8 @@
 
 namespace cortado {
 
+class GradientExchange;
+
 class GpuStepper {
  public:
   GpuStepper(Context& ctx, Net& net, const SolverParameter& param, UpdateRule& rule, bool use_graphs);
@@ -46,6 +48,10 @@ class GpuStepper {
   void RequestMemory(MemoryPlan& plan);
   // After the arena exists: the rule's history buffers.
   void Bind(const std::vector<float*>& history);
+  // Data parallel (parallel.hpp): the exchange that averages the gradients over the ranks. With
+  // iter_size 1 its buckets start inside the pass (the net's backward observer) and the pass ends with
+  // its Finish; with iter_size > 1 (the passes replay one graph) it runs after the last pass.
+  void SetExchange(GradientExchange* exchange) { exchange_ = exchange; }
 
   // Forward and backward, iter_size times, for iteration `iter` (rate and Adam's t come from it).
   void RunPasses(int iter);
@@ -80,6 +86,7 @@ class GpuStepper {
 
   Context& ctx_;
   Net& net_;
+  GradientExchange* exchange_ = nullptr;
   const SolverParameter& param_;
   UpdateRule& rule_;
   FlatParams flat_;

@@ -16,6 +16,7 @@
 // learnable_params().
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -60,6 +61,10 @@ class Net {
   float ForwardFromTo(int start, int end);
   void Backward();
   void ClearParamDiffs();
+  // Called by Backward after each layer's backward pass, with the layer's index, in backward order
+  // (every layer, whether or not it has a backward pass): data-parallel training starts exchanging the
+  // gradients that are complete (parallel.hpp). Empty: none.
+  void SetBackwardObserver(std::function<void(int layer)> observer) { backward_observer_ = std::move(observer); }
 
   // ---- GPU steps without waiting (gpu_step.hpp) --------------------------------------------------
   // On a GPU net Forward() draws the step's numbers, queues every layer, then waits for the loss. A
@@ -177,6 +182,7 @@ class Net {
   std::vector<std::pair<int, int>> last_writer_;  // per blob: (layer, top) that wrote it last so far
   std::set<int> keep_readable_;                    // blob ids
   std::map<Blob*, std::pair<float*, float*>> addresses_;  // planned data and diff, bound in Initialize
+  std::function<void(int)> backward_observer_;
 };
 
 }  // namespace cortado

@@ -19,13 +19,21 @@ namespace cortado {
 
 class UpdateRule;
 class GpuStepper;
+class Ranks;
+class GradientExchange;
 
 class Solver {
  public:
   // solver_path names the solver file: errors mention it, and an unset snapshot_prefix derives
   // from it. On a GPU, cuda_graph lets training steps be captured and replayed as CUDA graphs
   // (gpu_step.hpp); false queues every step layer by layer.
-  Solver(const SolverParameter& param, const std::string& solver_path = "solver.prototxt", bool cuda_graph = true);
+  // With `ranks` (parallel.hpp), this solver is one rank of data-parallel training: its train net's data
+  // layers read the rank's block of every batch, the gradients are averaged over the ranks before each
+  // update, the displayed loss and outputs are the means over the ranks, and rank 0 alone logs the
+  // training lines, tests and writes snapshots. Every rank must be built with the same parameters
+  // (the same random_seed, so the same initial weights and data order).
+  Solver(const SolverParameter& param, const std::string& solver_path = "solver.prototxt", bool cuda_graph = true,
+         Ranks* ranks = nullptr);
   ~Solver();
 
   // Builds the train and test nets on a plan-only context (Context::PlanOnly: for solver_mode GPU,
@@ -37,11 +45,13 @@ class Solver {
   void Solve(const std::string& resume_file = "");
   void Step(int iters);
   void TestAll();
-  // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns the .solverstate path.
+  // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns the .solverstate path. With ranks,
+  // every rank calls it (the generator states are gathered) and rank 0 writes (others return "").
   std::string Snapshot();
   void Restore(const std::string& solverstate_path);
 
   // Asks the loop to stop (or snapshot) at the end of the current iteration; safe from a signal handler.
+  // With ranks, every rank stops (or snapshots) at the end of the first iteration in which any asked.
   void RequestStop() { stop_requested_ = 1; }
   void RequestSnapshot() { snapshot_requested_ = 1; }
 
@@ -57,6 +67,10 @@ class Solver {
   const GpuStepper* gpu_stepper() const { return stepper_.get(); }
   // The mean of each test-net output at the last test of test net i (in output order).
   const std::vector<float>& last_test_scores(int i) const { return last_test_scores_[i]; }
+  // Data-parallel training: whether this solver logs, tests and snapshots (rank 0, or no ranks), and
+  // the host seconds it has waited for the averaged gradients.
+  bool is_root() const;
+  double exchange_wait_seconds() const;
 
  private:
   struct PlanOnlyTag {};
@@ -81,8 +95,17 @@ class Solver {
   // The layers with a data reader: train net first, then each test net, in layer order.
   std::vector<Layer*> Readers() const;
   void RestoreReaders(const SolverState& state, const std::string& path);
+  void RestoreRankRng(const SolverState& state, const std::string& path);
   // Seconds the train net's data layers have waited for batches, in total.
   double DataWaitSeconds() const;
+  // Data parallel: sets up the gradient exchange and gives every rank rank 0's parameters (collective;
+  // at the first Step, once every rank has been built and restored).
+  void JoinRanks();
+  // Data parallel, each iteration after the gradients were averaged: the ranks' mean loss, and whether
+  // any rank asked to stop or snapshot (the answers land in stop_agreed_, snapshot_agreed_).
+  float AgreeOnIteration(float loss);
+  // Data parallel: values[i] averaged over the ranks (collective; nothing without ranks).
+  void MeanOverRanks(std::vector<double>* values);
 
   SolverParameter param_;
   std::string solver_path_;
@@ -99,6 +122,11 @@ class Solver {
   std::vector<std::vector<float>> last_test_scores_;
   volatile std::sig_atomic_t stop_requested_ = 0;
   volatile std::sig_atomic_t snapshot_requested_ = 0;
+  Ranks* ranks_ = nullptr;  // data parallel; null: this solver trains alone
+  std::unique_ptr<GradientExchange> exchange_;
+  bool exchange_per_layer_ = false;  // Backward's observer starts buckets (the last pass of an iteration)
+  bool stop_agreed_ = false, snapshot_agreed_ = false;
+  bool stopped_early_ = false;  // the last Step ended on a stop request
 };
 
 // Reads a solver prototxt (errors name file:line:column).

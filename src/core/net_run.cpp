@@ -89,6 +89,7 @@ void Net::Backward() {
   CHECK(runs_backward_) << "Backward on a TEST net without force_backward";
   for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
     if (layer_need_backward_[i]) layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
+    if (backward_observer_) backward_observer_(i);
   }
 }
 

@@ -103,16 +103,18 @@ void BatchPipeline::FillOrder(uint64_t epoch) {
 }
 
 void BatchPipeline::Schedule() {
-  uint64_t position = options_.start_position;
-  for (uint64_t sequence = 0;; ++sequence) {
+  // The global index of this shard's first record in the coming batch: shard r of N takes the r-th
+  // block of batch_size records out of every N·batch_size.
+  uint64_t block = options_.start_position + uint64_t(options_.shard_index) * options_.batch_size;
+  for (uint64_t sequence = 0;; ++sequence, block += uint64_t(options_.batch_size) * options_.shard_count) {
     Slot& slot = *ring_[sequence % ring_.size()];
     {
       std::unique_lock<std::mutex> lock(mutex_);
       slot_freed_.wait(lock, [&] { return stop_ || slot.state == Slot::kFree; });
       if (stop_) return;
     }
-    for (int i = 0; i < options_.batch_size; ++i, ++position) {
-      const uint64_t global = position * options_.shard_count + options_.shard_index;
+    for (int i = 0; i < options_.batch_size; ++i) {
+      const uint64_t global = block + i;
       const uint64_t place = global % num_records_;
       if (place == 0 && global > 0) LOG(INFO) << "Restarting data prefetching from start.";
       if (options_.shuffle) FillOrder(global / num_records_);
@@ -184,7 +186,7 @@ double BatchPipeline::Next(float* data, float* label) {
   }
   slot_freed_.notify_one();
   ++consumed_batches_;
-  position_ += options_.batch_size;
+  position_ += uint64_t(options_.batch_size) * options_.shard_count;
   return waited;
 }
 

@@ -48,6 +48,10 @@ void PipelineDataLayer::StartPipeline(const ReaderState& state) {
   options.shuffle = source_.shuffle;
   options.seed = state.seed;
   options.start_position = state.position;
+  if (phase() == TRAIN) {  // data-parallel training: this rank's block of every batch
+    options.shard_index = ctx_.rank();
+    options.shard_count = ctx_.ranks();
+  }
   position_ = state.position;
   seed_ = state.seed;
   pipeline_ = std::make_unique<BatchPipeline>(static_cast<RecordLoader&>(*this), options);

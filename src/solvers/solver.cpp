@@ -12,6 +12,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "cortado/batch_pipeline.hpp"  // RecordSeed
 #include "cortado/divergence.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
@@ -20,6 +21,7 @@
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "cortado/parallel.hpp"
 #include "cortado/update_rules.hpp"
 
 namespace cortado {
@@ -92,10 +94,18 @@ SolverParameter ReadSolverParameter(const std::string& path) {
   return param;
 }
 
-Solver::Solver(const SolverParameter& param, const std::string& solver_path, bool cuda_graph)
+Solver::Solver(const SolverParameter& param, const std::string& solver_path, bool cuda_graph, Ranks* ranks)
     : param_(param),
       solver_path_(solver_path),
       ctx_(ChooseDevice(param), param.random_seed(), param.device_id()) {
+  ranks_ = ranks;
+  if (ranks_ != nullptr) {
+    CORTADO_REQUIRE(param_.exchange_bucket_mb() > 0, solver_path_, ": exchange_bucket_mb must be positive, not ",
+                    param_.exchange_bucket_mb());
+    CORTADO_REQUIRE(param_.random_seed() >= 0, solver_path_, ": every rank of data-parallel training needs the "
+                    "same random_seed (trainer train draws one on rank 0 when the solver has none)");
+    ctx_.SetDataParallelRank(ranks_->rank(), ranks_->size());
+  }
   MemoryPlan plan(ctx_.device());
   BuildAndPlan(plan, cuda_graph);
   LOG(INFO) << plan.Summary();
@@ -111,7 +121,63 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path, boo
     }
   }
   if (stepper_) stepper_->Bind(history_);
+  if (ranks_ != nullptr) {
+    // From here on each rank draws random numbers of its own (dropout masks); rank 0 the ones it
+    // would draw alone. Setup drew the same ones everywhere: weights, rand_skip, the data seeds.
+    if (ranks_->rank() > 0) ctx_.Reseed(static_cast<int64_t>(RecordSeed(param_.random_seed(), ranks_->rank()) >> 1));
+    const int batch = net_->layers().empty() || net_->top_vecs()[0].empty() ? 0 : net_->top_vecs()[0][0]->shape(0);
+    LOG(INFO) << "Data-parallel training: " << ranks_->size() << " ranks (" << ranks_->kind() << ", "
+              << (ctx_.device() == Device::kGPU ? "GPUs, NCCL" : "CPUs") << "), batch " << batch
+              << " per rank, effective batch " << int64_t{batch} * ranks_->size();
+  }
   LOG(INFO) << "Solver scaffolding done.";
+}
+
+bool Solver::is_root() const { return ranks_ == nullptr || ranks_->rank() == 0; }
+
+double Solver::exchange_wait_seconds() const { return exchange_ ? exchange_->wait_seconds() : 0.0; }
+
+void Solver::JoinRanks() {
+  exchange_ = GradientExchange::Create(*ranks_, ctx_, *net_,
+                                       static_cast<size_t>(double{param_.exchange_bucket_mb()} * 1048576.0));
+  // On a GPU with iter_size > 1 the passes replay one CUDA graph, so the stepper exchanges after the
+  // last pass; otherwise each bucket starts as soon as backward has produced it.
+  exchange_per_layer_ = !stepper_ || std::max(param_.iter_size(), 1) == 1;
+  net_->SetBackwardObserver([this](int layer) {
+    if (exchange_per_layer_) exchange_->LayerDone(layer);
+  });
+  if (stepper_) stepper_->SetExchange(exchange_.get());
+  LOG(INFO) << "Gradient exchange: " << exchange_->num_buckets() << " bucket(s) of about "
+            << param_.exchange_bucket_mb() << " MiB over " << net_->param_count() << " parameters";
+  // Every rank starts from rank 0's parameters (the same seed made the same ones; --weights and
+  // --snapshot were loaded by every rank; this makes sure).
+  std::vector<float> host(static_cast<size_t>(net_->param_count()));
+  if (ctx_.device() == Device::kGPU) {
+    gpu_download(ctx_, net_->param_count(), net_->param_data(), host.data());
+  } else {
+    std::copy(net_->param_data(), net_->param_data() + net_->param_count(), host.begin());
+  }
+  ranks_->Broadcast(host.data(), host.size() * sizeof(float), 0);
+  if (ctx_.device() == Device::kGPU) {
+    gpu_upload(ctx_, net_->param_count(), host.data(), net_->param_data());
+  } else {
+    std::copy(host.begin(), host.end(), net_->param_data());
+  }
+}
+
+float Solver::AgreeOnIteration(float loss) {
+  std::vector<double> values = {loss, double{stop_requested_}, double{snapshot_requested_}};
+  ranks_->SumOnHost(values.data(), static_cast<int>(values.size()));
+  if (values[2] > 0) snapshot_requested_ = 0;  // this iteration's agreement takes the request
+  stop_agreed_ = values[1] > 0;
+  snapshot_agreed_ = values[2] > 0;
+  return static_cast<float>(values[0] / ranks_->size());
+}
+
+void Solver::MeanOverRanks(std::vector<double>* values) {
+  if (ranks_ == nullptr) return;
+  ranks_->SumOnHost(values->data(), static_cast<int>(values->size()));
+  for (double& value : *values) value /= ranks_->size();
 }
 
 Solver::Solver(const SolverParameter& param, const std::string& solver_path, PlanOnlyTag)
@@ -232,21 +298,22 @@ void Solver::Solve(const std::string& resume_file) {
     Restore(resume_file);
   }
   Step(param_.max_iter() - iter_);
-  if (stop_requested_) {
+  if (stopped_early_) {
     Snapshot();
-    LOG(INFO) << "Optimization stopped early.";
+    LOG_IF(INFO, is_root()) << "Optimization stopped early.";
     return;
   }
   if (param_.snapshot_after_train() && (!param_.snapshot() || iter_ % param_.snapshot() != 0))
     Snapshot();
   // A last display and test after the final update, as Caffe does.
   if (param_.display() && iter_ % param_.display() == 0) {
-    float loss = net_->Forward();
-    UpdateSmoothedLoss(loss, iter_);
-    LOG(INFO) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+    std::vector<double> loss = {net_->Forward()};
+    MeanOverRanks(&loss);
+    UpdateSmoothedLoss(static_cast<float>(loss[0]), iter_);
+    LOG_IF(INFO, is_root()) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
   }
-  if (param_.test_interval() && iter_ % param_.test_interval() == 0) TestAll();
-  LOG(INFO) << "Optimization Done.";
+  if (param_.test_interval() && iter_ % param_.test_interval() == 0 && is_root()) TestAll();
+  LOG_IF(INFO, is_root()) << "Optimization Done.";
 }
 
 void Solver::UpdateSmoothedLoss(float loss, int start_iter) {
@@ -274,70 +341,104 @@ void Solver::Step(int iters) {
   bool train_has_reader = false;
   for (const auto& layer : net_->layers()) train_has_reader |= layer->HasReader();
   const int iter_size = std::max(param_.iter_size(), 1);
+  stopped_early_ = false;
+  if (ranks_ != nullptr && !exchange_ && iter_ < stop_iter) JoinRanks();
+  double last_display_exchange = exchange_wait_seconds();
   while (iter_ < stop_iter) {
     if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
-        (iter_ > 0 || param_.test_initialization())) {
+        (iter_ > 0 || param_.test_initialization()) && is_root()) {
       TestAll();
     }
     const bool display = param_.display() && iter_ % param_.display() == 0;
     if (stepper_) {  // queued without waiting; the host reads the device only to display
       stepper_->RunPasses(iter_);
       stepper_->RunUpdate(iter_);
+      if (ranks_ != nullptr) AgreeOnIteration(0.0f);
       if (display || stepper_->PolledNonFiniteIteration() >= 0) {  // the poll: divergence without a display
         CheckGpuDivergence();
         smoothed_loss_ = stepper_->SmoothedLoss();
+      }
+      if (display && ranks_ != nullptr) {
+        std::vector<double> mean = {smoothed_loss_};
+        MeanOverRanks(&mean);
+        smoothed_loss_ = static_cast<float>(mean[0]);
       }
     } else {
       net_->ClearParamDiffs();
       float loss = 0;
       for (int i = 0; i < iter_size; ++i) {
+        exchange_per_layer_ = exchange_ && i == iter_size - 1;  // the gradients are complete in the last pass
         loss += net_->Forward();
         net_->Backward();
       }
+      if (exchange_) exchange_->Finish();
       loss /= iter_size;
+      if (ranks_ != nullptr) loss = AgreeOnIteration(loss);  // the ranks' mean
       if (!std::isfinite(loss) || !AllFinite(net_->param_diff(), net_->param_count())) StopDiverged(iter_, loss);
       UpdateSmoothedLoss(loss, start_iter);
     }
     if (display) {
-      const auto now = std::chrono::steady_clock::now();
-      const double lapse = std::chrono::duration<double>(now - last_display).count();
-      const double per_s = lapse > 0 ? (iter_ - last_display_iter) / lapse : 0.0;
-      LOG(INFO) << "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/"
-                << param_.display() << " iters), loss = " << smoothed_loss_;
-      last_display = now;
-      last_display_iter = iter_;
-      int score_index = 0;
-      for (int id : net_->output_blob_indices()) {
-        const std::vector<float> values = HostValues(ctx_, *net_->blob_by_name(net_->blob_names()[id]));
-        const float weight = net_->blob_loss_weights()[id];
-        for (const float value : values) {
-          std::ostringstream loss_msg;
-          if (weight != 0) loss_msg << " (* " << weight << " = " << weight * value << " loss)";
-          LOG(INFO) << "    Train net output #" << score_index++ << ": " << net_->blob_names()[id]
-                    << " = " << value << loss_msg.str();
+      // The outputs' means over the ranks (every rank takes part; rank 0 logs).
+      std::vector<double> outputs;
+      for (int id : net_->output_blob_indices())
+        for (const float value : HostValues(ctx_, *net_->blob_by_name(net_->blob_names()[id])))
+          outputs.push_back(value);
+      MeanOverRanks(&outputs);
+      const double exchange_wait = exchange_wait_seconds();
+      if (is_root()) {  // the log lines
+        const auto now = std::chrono::steady_clock::now();
+        const double lapse = std::chrono::duration<double>(now - last_display).count();
+        const double per_s = lapse > 0 ? (iter_ - last_display_iter) / lapse : 0.0;
+        LOG(INFO) << "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/"
+                  << param_.display() << " iters), loss = " << smoothed_loss_;
+        last_display = now;
+        last_display_iter = iter_;
+        int score_index = 0;
+        for (int id : net_->output_blob_indices()) {
+          const int64_t count = net_->blob_by_name(net_->blob_names()[id])->count();
+          const float weight = net_->blob_loss_weights()[id];
+          for (int64_t k = 0; k < count; ++k) {
+            const float value = static_cast<float>(outputs[score_index]);
+            std::ostringstream loss_msg;
+            if (weight != 0) loss_msg << " (* " << weight << " = " << weight * value << " loss)";
+            LOG(INFO) << "    Train net output #" << score_index++ << ": " << net_->blob_names()[id]
+                      << " = " << value << loss_msg.str();
+          }
         }
+        const double wait = DataWaitSeconds();
+        if (train_has_reader && iter_ > start_iter) {  // not at the first display: it times the warm-up
+          LOG(INFO) << "    Data wait: " << std::fixed << std::setprecision(1)
+                    << 100.0 * (wait - last_display_wait) / lapse << "% of the time ("
+                    << std::setprecision(3) << wait - last_display_wait << "s of " << lapse << "s)";
+        }
+        last_display_wait = wait;
+        if (exchange_ && iter_ > start_iter) {
+          LOG(INFO) << "    Gradient exchange: waited " << std::fixed << std::setprecision(1)
+                    << 100.0 * (exchange_wait - last_display_exchange) / lapse << "% of the time ("
+                    << std::setprecision(3) << exchange_wait - last_display_exchange << "s of " << lapse << "s)";
+        }
+        last_display_exchange = exchange_wait;
+        LogProgress(std::chrono::duration<double>(now - step_start).count(), iter_ - start_iter);
       }
-      const double wait = DataWaitSeconds();
-      if (train_has_reader && iter_ > start_iter) {  // not at the first display: it times the warm-up
-        LOG(INFO) << "    Data wait: " << std::fixed << std::setprecision(1)
-                  << 100.0 * (wait - last_display_wait) / lapse << "% of the time ("
-                  << std::setprecision(3) << wait - last_display_wait << "s of " << lapse << "s)";
-      }
-      last_display_wait = wait;
-      LogProgress(std::chrono::duration<double>(now - step_start).count(), iter_ - start_iter);
     }
     if (stepper_) {
-      if (display) LogGpuUpdate();
+      if (display && is_root()) LogGpuUpdate();
     } else {
       ApplyUpdate();
     }
     ++iter_;
     if (param_.snapshot() && iter_ % param_.snapshot() == 0) Snapshot();
-    if (snapshot_requested_) {
-      snapshot_requested_ = 0;
+    // With ranks, what every rank agreed on this iteration (a signal may reach ranks at different times).
+    const bool snapshot_now = ranks_ != nullptr ? snapshot_agreed_ : snapshot_requested_ != 0;
+    if (snapshot_now) {
+      if (ranks_ == nullptr) snapshot_requested_ = 0;
+      snapshot_agreed_ = false;
       Snapshot();
     }
-    if (stop_requested_) break;
+    if (ranks_ != nullptr ? stop_agreed_ : stop_requested_ != 0) {
+      stopped_early_ = true;
+      break;
+    }
   }
   if (stepper_) CheckGpuDivergence();
 }
@@ -395,7 +496,7 @@ void Solver::StopDiverged(int iteration, float loss) {
 // CPU nets; on a GPU the GpuStepper's fused kernel does all of this.
 void Solver::ApplyUpdate() {
   const float rate = LearningRate(param_, iter_);
-  if (param_.display() && iter_ % param_.display() == 0)
+  if (param_.display() && iter_ % param_.display() == 0 && is_root())
     LOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
   FlatParams flat = FlatParamsOf(*net_);
   const int iter_size = std::max(param_.iter_size(), 1);
@@ -454,6 +555,12 @@ std::string Solver::SnapshotFilename(const std::string& extension) const {
 
 std::string Solver::Snapshot() {
   if (stepper_) CheckGpuDivergence();  // a snapshot never holds diverged weights
+  std::string rank_rng_states;  // data parallel: every rank's generator, one per line, on rank 0
+  if (ranks_ != nullptr) {
+    for (const std::string& rank_state : ranks_->GatherOnRoot(ctx_.SaveRngState()))
+      rank_rng_states += rank_state + "\n";
+    if (!is_root()) return "";
+  }
   // Caffe's two formats: binary protos, or the same messages in its HDF5 layout (hdf5.hpp).
   const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
   const char* format = hdf5 ? "HDF5 file " : "binary proto file ";
@@ -491,6 +598,10 @@ std::string Solver::Snapshot() {
     }
   }
   state.set_rng_state(ctx_.SaveRngState());
+  if (ranks_ != nullptr) {
+    state.set_ranks(ranks_->size());
+    state.set_rank_rng_states(rank_rng_states);
+  }
   for (const Layer* reader : Readers()) {
     state.add_reader_position(reader->reader_state().position);
     state.add_reader_seed(reader->reader_state().seed);
@@ -543,7 +654,30 @@ void Solver::Restore(const std::string& path) {
     if (ctx_.device() == Device::kGPU) gpu_upload(ctx_, net_->param_count(), host.data(), h);
   }
   if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
+  RestoreRankRng(state, path);
   RestoreReaders(state, path);
+}
+
+// Data parallel: each rank takes its own generator back from a snapshot of as many ranks. The reader
+// positions count every rank's records, so the data goes on exactly with any number of ranks.
+void Solver::RestoreRankRng(const SolverState& state, const std::string& path) {
+  const int ranks = ranks_ != nullptr ? ranks_->size() : 1;
+  const int saved = state.has_ranks() ? state.ranks() : 1;
+  if (saved == ranks) {
+    if (ranks_ == nullptr) return;  // rng_state was rank 0's
+    std::vector<std::string> lines;
+    std::istringstream in(state.rank_rng_states());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    CORTADO_REQUIRE(static_cast<int>(lines.size()) == ranks, path, ": holds ", lines.size(),
+                    " rank generator states for ", ranks, " ranks");
+    ctx_.RestoreRngState(lines[ranks_->rank()]);
+    return;
+  }
+  LOG_IF(WARNING, is_root()) << path << " was written by " << saved << " rank" << (saved == 1 ? "" : "s")
+                             << " and this run has " << ranks << ": the data goes on where it stood, but random "
+                             << "draws after the data (dropout) differ from an uninterrupted run";
+  if (ranks_ != nullptr && ranks_->rank() > 0)
+    ctx_.Reseed(static_cast<int64_t>(RecordSeed(param_.random_seed() + state.iter(), ranks_->rank()) >> 1));
 }
 
 double Solver::DataWaitSeconds() const {

@@ -113,17 +113,32 @@ TEST(BatchPipeline, StartingAtAPositionContinuesAnotherRunExactly) {
   }
 }
 
-TEST(BatchPipeline, ShardsPartitionTheStream) {
+// Rank r of 2 with batch 5 takes records [10k + 5r, 10k + 5r + 5) of the stream one pipeline with
+// batch 10 reads, shuffled epochs, transform seeds and a start position (resume) included.
+TEST(BatchPipeline, ShardsTakeBlocksOfTheDoubleBatch) {
   FakeLoader loader(11);
-  const auto whole = Records(RunPipeline(loader, Options(2, true), 4), 5, 3);  // 20 records
-  std::vector<std::vector<int>> shards;
-  for (int rank = 0; rank < 2; ++rank) {
-    PipelineOptions options = Options(2, true);
-    options.shard_index = rank;
-    options.shard_count = 2;
-    shards.push_back(Records(RunPipeline(loader, options, 2), 5, 3));  // 10 each
+  for (uint64_t start : {uint64_t{0}, uint64_t{7}}) {
+    PipelineOptions one = Options(2, true, start);
+    one.batch_size = 10;
+    const auto whole = Records(RunPipeline(loader, one, 3), 10, 3);  // 30 records
+    ASSERT_EQ(whole.size(), 30u);
+    std::vector<std::vector<int>> shards;
+    for (int rank = 0; rank < 2; ++rank) {
+      PipelineOptions options = Options(2, true, start);
+      options.shard_index = rank;
+      options.shard_count = 2;
+      BatchPipeline pipeline(loader, options);
+      std::vector<float> data(15), label(5), records;
+      for (int b = 0; b < 3; ++b) {
+        pipeline.Next(data.data(), label.data());
+        records.insert(records.end(), data.begin(), data.end());
+        records.insert(records.end(), label.begin(), label.end());
+        EXPECT_EQ(pipeline.position(), start + 10 * (b + 1)) << "positions count the global stream";
+      }
+      shards.push_back(Records(records, 5, 3));
+    }
+    for (int i = 0; i < 30; ++i) EXPECT_EQ(shards[(i % 10) / 5][i / 10 * 5 + i % 5], whole[i]) << i;
   }
-  for (int i = 0; i < 20; ++i) EXPECT_EQ(shards[i % 2][i / 2], whole[i]) << i;
 }
 
 TEST(BatchPipeline, LoaderErrorsAreRethrownByNext) {

@@ -13,6 +13,7 @@
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/math_gpu.hpp"
+#include "cortado/parallel.hpp"
 #include "cortado/step_inputs.hpp"
 #include "step_stats.hpp"
 
@@ -132,6 +133,7 @@ void GpuStepper::QueuePassBody() {
   const int last = static_cast<int>(net_.layers().size()) - 1;
   if (first_graph_layer_ <= last) net_.ForwardOnDevice(first_graph_layer_, last);
   net_.Backward();
+  if (exchange_ != nullptr && iter_size_ == 1) exchange_->Finish();
 }
 
 void GpuStepper::QueueUpdateBody() {
@@ -164,6 +166,7 @@ void GpuStepper::RunPasses(int iter) {
     if (first_graph_layer_ > 0) net_.ForwardOnDevice(0, first_graph_layer_ - 1);
     RunCaptured(&graphs_->pass, [this] { QueuePassBody(); });
   }
+  if (exchange_ != nullptr && iter_size_ > 1) exchange_->Finish();  // every bucket, after the last pass
 }
 
 void GpuStepper::RunUpdate(int iter) {
