@@ -2,9 +2,11 @@
 #include "test_util.hpp"
 
 #include <google/protobuf/text_format.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +14,7 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <thread>
 #include <sys/wait.h>
 
 #include "cortado/data.hpp"
@@ -95,6 +98,60 @@ CommandResult RunCommand(const std::string& command) {
 std::string ToolPath(const std::string& tool) {
   const char* dir = std::getenv("CORTADO_TOOLS_DIR");
   return (dir != nullptr && *dir != '\0' ? std::string(dir) : std::string(CORTADO_BINARY_DIR) + "/tools") + "/" + tool;
+}
+
+BackgroundCommand::BackgroundCommand(const std::string& command, const std::string& log_path) : log_path_(log_path) {
+  pid_ = fork();
+  if (pid_ == 0) {
+    const std::string line = "exec " + command + " 2>" + log_path + " >/dev/null";
+    execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+}
+
+BackgroundCommand::~BackgroundCommand() {
+  if (pid_ > 0 && !waited_) {
+    kill(pid_, SIGKILL);
+    Wait();
+  }
+}
+
+bool BackgroundCommand::WaitFor(const std::function<bool()>& ready, double seconds) const {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return false;
+}
+
+std::string BackgroundCommand::Log() const {
+  std::ifstream in(log_path_, std::ios::binary);
+  std::stringstream bytes;
+  bytes << in.rdbuf();
+  return bytes.str();
+}
+
+void BackgroundCommand::Signal(int sig) const { kill(pid_, sig); }
+
+int BackgroundCommand::Wait() {
+  int status = 0;
+  waitpid(pid_, &status, 0);
+  waited_ = true;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+int BackgroundCommand::WaitAtMost(double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      waited_ = true;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    if (std::chrono::steady_clock::now() > deadline) return -1;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
 }
 
 int CountLines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
@@ -329,6 +386,27 @@ void CheckGradient(LayerFixture& f, const GradientCheckOptions& o) {
     for (int64_t i = 0; i < blob.count(); ++i)
       CompareAt("param", static_cast<int>(p), i, param_grads[p][i], numeric_at(blob.data() + i), o);
   }
+}
+
+std::string WriteSmallImageNet(const std::string& dir, const std::string& name, const std::string& lmdb, int batch,
+                               bool dropout) {
+  const std::string path = dir + "/" + name + ".prototxt";
+  std::ofstream(path) << "name: '" << name << "'\n"
+                      << "layer { name: 'data' type: 'Data' top: 'data' top: 'label'\n"
+                      << "  transform_param { scale: 0.00390625 crop_size: 10 mirror: true }\n"
+                      << "  data_param { source: '" << lmdb << "' batch_size: " << batch
+                      << " backend: LMDB rand_skip: 7 } }\n"
+                      << R"(
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+        convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" } bias_filler { type: "constant" value: 0.1 } } }
+layer { name: "pool" type: "Pooling" bottom: "conv" top: "pool" pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
+layer { name: "ip1" type: "InnerProduct" bottom: "pool" top: "ip1" inner_product_param { num_output: 12 weight_filler { type: "xavier" } } }
+layer { name: "tanh" type: "TanH" bottom: "ip1" top: "ip1" }
+)" << (dropout ? "layer { name: 'drop' type: 'Dropout' bottom: 'ip1' top: 'ip1' dropout_param { dropout_ratio: 0.3 } }\n" : "")
+                      << R"(layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2" inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
+)";
+  return path;
 }
 
 }  // namespace cortado::test

@@ -35,7 +35,30 @@ struct CommandResult {
   std::string err;
 };
 CommandResult RunCommand(const std::string& command);
-std::string ToolPath(const std::string& tool);  // a built tool: <build>/tools/<tool> ($CORTADO_TOOLS_DIR/<tool>)
+std::string ToolPath(const std::string& tool);
+
+// A shell command running in the background, its stderr going to log_path; killed (SIGKILL) and
+// waited for on destruction if still running.
+class BackgroundCommand {
+ public:
+  BackgroundCommand(const std::string& command, const std::string& log_path);
+  ~BackgroundCommand();
+  // Polls until `ready` holds (checked every millisecond) or `seconds` pass.
+  bool WaitFor(const std::function<bool()>& ready, double seconds = 60) const;
+  std::string Log() const;  // what it has written so far ("" before anything)
+  bool LogHas(const std::string& text) const { return Log().find(text) != std::string::npos; }
+  void Signal(int sig) const;
+  // The exit code, or 128 + the signal that ended it.
+  int Wait();
+  // Wait, for at most `seconds`: -1 if it is still running then.
+  int WaitAtMost(double seconds);
+  int pid() const { return pid_; }
+
+ private:
+  std::string log_path_;
+  int pid_ = -1;
+  bool waited_ = false;
+};  // a built tool: <build>/tools/<tool> ($CORTADO_TOOLS_DIR/<tool>)
 int CountLines(const std::string& text);
 std::string LastLine(const std::string& text);  // the last non-empty line, without its newline
 
@@ -52,6 +75,14 @@ std::string WriteDatumLmdb(const std::string& path, int channels, int height, in
 // i % classes, keys "%08d". Returns path.
 std::string WriteRandomImageLmdb(const std::string& path, int count, int channels, int size, int classes,
                                  uint32_t seed);
+
+// A small net for data-parallel tests on an LMDB of 1×12×12 images with 5 classes (WriteRandomImageLmdb):
+// Data (batch, rand_skip 7, crop 10 with mirror), Convolution, average Pooling, InnerProduct, TanH,
+// optionally Dropout, InnerProduct, SoftmaxWithLoss. No max over exact ties, whose side a reordered
+// float sum could flip, so N ranks and one process of the N-fold batch train the same weights up to
+// float rounding. Returns the prototxt's path (dir/<name>.prototxt).
+std::string WriteSmallImageNet(const std::string& dir, const std::string& name, const std::string& lmdb, int batch,
+                               bool dropout);
 
 // The value in the last line of `log` that reads "<name> = <value>" after `prefix` (e.g. "] " for
 // trainer test's "accuracy = 0.98", or "Test net output #[0-9]+: " for the solver's test lines; a

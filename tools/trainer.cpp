@@ -8,7 +8,9 @@
 //   trainer device_query [--gpu=N]
 //   trainer upgrade --model=OLD.prototxt|OLD.caffemodel --output=NEW
 // A user's mistake ends with one line on stderr and exit code 1 (see tool.hpp).
+#include <fcntl.h>
 #include <gflags/gflags.h>
+#include <unistd.h>
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -253,7 +255,19 @@ void ApplyEffect(const std::string& effect) {
   }
 }
 
-void OnSignal(int signal) { ApplyEffect(signal == SIGHUP ? g_sighup_effect : g_sigint_effect); }
+// Under mpirun: a stop signal comes from mpirun, which then no longer reads the ranks' output. A rank
+// logging into the full pipe would block there until mpirun's SIGKILL, before its snapshot: so its
+// stderr stops blocking (later lines may be lost; the snapshot is written).
+volatile std::sig_atomic_t g_unblock_stderr_on_stop = 0;
+
+void OnSignal(int signal) {
+  const std::string& effect = signal == SIGHUP ? g_sighup_effect : g_sigint_effect;
+  if (g_unblock_stderr_on_stop && effect == "stop") {
+    const int flags = fcntl(STDERR_FILENO, F_GETFL);
+    if (flags >= 0) fcntl(STDERR_FILENO, F_SETFL, flags | O_NONBLOCK);
+  }
+  ApplyEffect(effect);
+}
 
 void CheckEffect(const std::string& flag, const std::string& value) {
   CORTADO_REQUIRE(value == "stop" || value == "snapshot" || value == "none", "--", flag, "=", value,
@@ -272,6 +286,9 @@ void InstallSignalHandlers() {
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGHUP, &action, nullptr);
+  // A log reader that went away (a closed pipe; mpirun stops forwarding output when it is told to stop)
+  // must not end training before its snapshot: writes to it fail instead.
+  signal(SIGPIPE, SIG_IGN);
 }
 
 // ---- time's clock --------------------------------------------------------------------------------
@@ -425,7 +442,11 @@ int Train(cortado::Ranks* ranks) {
 // for it. When all fail alike (a bad prototxt), rank 0's line should be the only one: the others wait a
 // moment first, and are usually ended before they print.
 [[noreturn]] void FailRank(cortado::Ranks& ranks, const std::string& message) {
-  if (ranks.rank() > 0) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  if (ranks.rank() > 0) {
+    signal(SIGTERM, SIG_DFL);  // mpirun ends the ranks with SIGTERM: no snapshot from a failed run
+    signal(SIGINT, SIG_DFL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  }
   const std::string who = ranks.rank() > 0 ? "rank " + std::to_string(ranks.rank()) + ": " : "";
   std::fprintf(stderr, "trainer: error: %s%s\n", who.c_str(), message.c_str());
   std::fflush(stderr);
@@ -437,6 +458,7 @@ int TrainAnyWhere() {
   std::unique_ptr<cortado::Ranks> ranks = FLAGS_plan_only ? nullptr : cortado::JoinMpiRanks(nullptr, nullptr);
   if (ranks == nullptr) return Train(nullptr);
   if (ranks->rank() > 0) FLAGS_minloglevel = std::max(FLAGS_minloglevel, int{google::GLOG_ERROR});
+  g_unblock_stderr_on_stop = 1;
   try {
     return Train(ranks.get());
   } catch (const std::exception& e) {

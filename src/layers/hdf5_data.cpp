@@ -81,6 +81,9 @@ class HDF5DataLayer : public Layer {
   void Start();
   // Steps to the next row: at the end of a file, to the next file; after the last, back to the first.
   void Advance();
+  // Steps over `rows` rows without copying them (data parallel: the other ranks' blocks), reading
+  // only the file it ends in.
+  void SkipRows(int64_t rows);
   // Copies the next batch_size rows into out[i] (host memory, one per top) and advances.
   void NextBatch(const std::vector<float*>& out);
 
@@ -247,8 +250,20 @@ void HDF5DataLayer::Advance() {
   }
 }
 
+void HDF5DataLayer::SkipRows(int64_t rows) {
+  if (rows <= 0) return;
+  skip_reading_ = true;
+  for (int64_t row = 0; row < rows; ++row) Advance();
+  skip_reading_ = false;
+  if (read_file_ != file_order_[file_]) Read(file_order_[file_]);
+}
+
+// Data-parallel training (TRAIN nets): rank r of N takes rows [r·B, (r+1)·B) of every N·B, so the ranks
+// together read what one layer of batch N·B reads; position_ counts the rows of every rank.
 void HDF5DataLayer::NextBatch(const std::vector<float*>& out) {
-  position_ += static_cast<uint64_t>(batch_size_);
+  const int rank = phase() == TRAIN ? ctx_.rank() : 0, ranks = phase() == TRAIN ? ctx_.ranks() : 1;
+  position_ += static_cast<uint64_t>(batch_size_) * ranks;
+  SkipRows(int64_t{rank} * batch_size_);
   for (int n = 0; n < batch_size_; ++n) {
     const int64_t row = row_order_[row_];
     for (size_t i = 0; i < out.size(); ++i) {
@@ -257,6 +272,7 @@ void HDF5DataLayer::NextBatch(const std::vector<float*>& out) {
     }
     Advance();
   }
+  SkipRows(int64_t{ranks - 1 - rank} * batch_size_);
 }
 
 void HDF5DataLayer::Forward_cpu(const BlobVec&, const BlobVec& top) {

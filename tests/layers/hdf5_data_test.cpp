@@ -267,3 +267,34 @@ TEST(HDF5Data, RestoredReaderStateContinuesExactly) {
 }
 
 }  // namespace cortado::test
+
+namespace cortado::test {
+
+// Data-parallel ranks (Context::SetDataParallelRank): rank r of 2 with batch 2 reads rows [2r, 2r + 2)
+// of each batch of 4 that one layer reads, shuffled files and rows included, and counts every rank's rows.
+TEST(HDF5Data, RanksTakeTheirBlockOfEachBatch) {
+  SKIP_WITHOUT_HDF5_OR_H5PY();
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteTwoFiles(dir));
+  const std::string list = dir + "/list.txt";
+  WriteList(dir, {dir + "/a.h5", dir + "/b.h5"});
+  for (bool shuffle : {false, true}) {
+    LayerFixture one(LayerText(list, 4, shuffle), {}, 2, 77);
+    std::vector<std::unique_ptr<LayerFixture>> ranks;
+    for (int r = 0; r < 2; ++r) {
+      ranks.push_back(std::make_unique<LayerFixture>(LayerText(list, 2, shuffle), std::vector<std::vector<int>>{}, 2, 77));
+      ranks.back()->ctx().SetDataParallelRank(r, 2);
+    }
+    for (int batch = 0; batch < 6; ++batch) {
+      one.Forward();
+      for (int r = 0; r < 2; ++r) {
+        ranks[r]->Forward();
+        for (int n = 0; n < 2; ++n)
+          EXPECT_EQ(ranks[r]->top(1).data()[n], one.top(1).data()[2 * r + n]) << shuffle << " batch " << batch;
+        EXPECT_EQ(ranks[r]->layer().reader_state().position, one.layer().reader_state().position);
+      }
+    }
+  }
+}
+
+}  // namespace cortado::test

@@ -82,27 +82,10 @@ TEST(ThreadRanks, AnAbortedRankEndsTheOthersCollectives) {
 
 // ---- training --------------------------------------------------------------------------------------
 
-// Average pooling, no ReLU before a max: no exact ties whose side a reordered float sum could flip.
 std::string WriteNet(const std::string& dir, int batch, bool dropout) {
   const std::string lmdb = dir + "/images_lmdb";
   if (!std::filesystem::exists(lmdb)) WriteRandomImageLmdb(lmdb, 53, 1, 12, 5, 11);
-  const std::string path = dir + "/net_b" + std::to_string(batch) + (dropout ? "_drop" : "") + ".prototxt";
-  std::ofstream(path) << "name: 'dp'\n"
-                      << "layer { name: 'data' type: 'Data' top: 'data' top: 'label'\n"
-                      << "  transform_param { scale: 0.00390625 crop_size: 10 mirror: true }\n"
-                      << "  data_param { source: '" << lmdb << "' batch_size: " << batch
-                      << " backend: LMDB rand_skip: 7 } }\n"
-                      << R"(
-layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
-        convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" } bias_filler { type: "constant" value: 0.1 } } }
-layer { name: "pool" type: "Pooling" bottom: "conv" top: "pool" pooling_param { pool: AVE kernel_size: 2 stride: 2 } }
-layer { name: "ip1" type: "InnerProduct" bottom: "pool" top: "ip1" inner_product_param { num_output: 12 weight_filler { type: "xavier" } } }
-layer { name: "tanh" type: "TanH" bottom: "ip1" top: "ip1" }
-)" << (dropout ? "layer { name: 'drop' type: 'Dropout' bottom: 'ip1' top: 'ip1' dropout_param { dropout_ratio: 0.3 } }\n" : "")
-                      << R"(layer { name: "ip2" type: "InnerProduct" bottom: "ip1" top: "ip2" inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip2" bottom: "label" top: "loss" }
-)";
-  return path;
+  return WriteSmallImageNet(dir, "net_b" + std::to_string(batch) + (dropout ? "_drop" : ""), lmdb, batch, dropout);
 }
 
 SolverParameter MakeSolver(const std::string& net, const std::string& prefix) {

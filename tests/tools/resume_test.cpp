@@ -177,45 +177,10 @@ TEST(Hdf5Resume, SnapshotsResumeExactlyAndLoadAsWeights) {
 // ---- signals -------------------------------------------------------------------------------------
 
 // A trainer running in the background, its stderr going to a file.
-class BackgroundTrainer {
+class BackgroundTrainer : public BackgroundCommand {
  public:
-  BackgroundTrainer(const std::string& args, const std::string& log_path) : log_path_(log_path) {
-    pid_ = fork();
-    if (pid_ == 0) {
-      const std::string command = "exec " + ToolPath("trainer") + " " + args + " 2>" + log_path + " >/dev/null";
-      execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-      _exit(127);
-    }
-  }
-  ~BackgroundTrainer() {
-    if (pid_ > 0 && !waited_) {
-      kill(pid_, SIGKILL);
-      Wait();
-    }
-  }
-  // Polls until `ready` holds (checked every millisecond) or `seconds` pass.
-  bool WaitFor(const std::function<bool()>& ready, double seconds = 60) const {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (ready()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    return false;
-  }
-  bool LogHas(const std::string& text) const { return ReadBytes(log_path_).find(text) != std::string::npos; }
-  void Signal(int sig) const { kill(pid_, sig); }
-  // The exit code, or 128 + the signal that ended it.
-  int Wait() {
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    waited_ = true;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
-
- private:
-  std::string log_path_;
-  pid_t pid_ = -1;
-  bool waited_ = false;
+  BackgroundTrainer(const std::string& args, const std::string& log_path)
+      : BackgroundCommand(ToolPath("trainer") + " " + args, log_path) {}
 };
 
 TEST(Signals, SigintStopsWithALoadableSnapshotThatResumesToTheEnd) {
