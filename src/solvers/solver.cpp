@@ -126,7 +126,8 @@ Solver::Solver(const SolverParameter& param, const std::string& solver_path, boo
     // would draw alone. Setup drew the same ones everywhere: weights, rand_skip, the data seeds.
     if (ranks_->rank() > 0) ctx_.Reseed(static_cast<int64_t>(RecordSeed(param_.random_seed(), ranks_->rank()) >> 1));
     const int batch = net_->layers().empty() || net_->top_vecs()[0].empty() ? 0 : net_->top_vecs()[0][0]->shape(0);
-    LOG(INFO) << "Data-parallel training: " << ranks_->size() << " ranks (" << ranks_->kind() << ", "
+    LOG(INFO) << "Data-parallel training: " << ranks_->size() << (ranks_->size() == 1 ? " rank (" : " ranks (")
+              << ranks_->kind() << ", "
               << (ctx_.device() == Device::kGPU ? "GPUs, NCCL" : "CPUs") << "), batch " << batch
               << " per rank, effective batch " << int64_t{batch} * ranks_->size();
   }
