@@ -72,7 +72,7 @@ summarise() {  # summarise LOG BATCH -> "IMAGES_PER_S WAIT"
     }
     END {
       if (r == 0) { print "nan -"; exit }
-      printf "%.1f %s\n", median(rates, r), k > 0 ? sprintf("%.1f%%", median(waits, k)) : "-"
+      printf "%.1f %s\n", median(rates, r), (k > 0 ? sprintf("%.1f%%", median(waits, k)) : "-")
     }' "$1"
 }
 
