@@ -358,6 +358,9 @@ int TrainGpuThreads(const cortado::SolverParameter& param, const std::vector<std
                       "per GPU");
   }
   CORTADO_REQUIRE(static_cast<int>(gpus.size()) <= kMostSolvers, "--gpu names more than ", kMostSolvers, " GPUs");
+  std::string listed;
+  for (int id : gpus) listed += (listed.empty() ? "" : ", ") + std::to_string(id);
+  LOG(INFO) << "Using GPUs " << listed;  // Caffe's line
   cortado::SolverParameter shared = param;
   ShareSeed(&shared, nullptr);
   const int n = static_cast<int>(gpus.size());

@@ -40,7 +40,11 @@ class NcclExchange final : public GradientExchange {
     ncclUniqueId id{};
     if (ranks.rank() == 0) CheckNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
     ranks.Broadcast(&id, sizeof id, 0);
-    CheckNccl(ncclCommInitRank(&comm_, ranks.size(), id, ranks.rank()), "ncclCommInitRank");
+    const ncclResult_t init = ncclCommInitRank(&comm_, ranks.size(), id, ranks.rank());
+    if (init == ncclInvalidUsage)
+      Fail("NCCL: ncclCommInitRank failed: ", ncclGetErrorString(init), " (GPU ", ctx.gpu_id(), " has another rank "
+           "of this run? NCCL runs one rank per GPU)");
+    CheckNccl(init, "ncclCommInitRank");
     {
       std::lock_guard<std::mutex> lock(g_live_mutex);
       g_live.insert(comm_);
