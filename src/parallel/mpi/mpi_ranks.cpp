@@ -2,6 +2,9 @@
 // several (-H host1,host2). MPI is initialised for MPI_THREAD_SERIALIZED: the gradient exchange's
 // communication thread and the solver's thread both call MPI, never at once (a mutex), and in the
 // same order on every rank (the solver's collectives come only after the exchange has finished).
+// MPI's C interface only: without these, mpi.h in C++ pulls in the deprecated C++ bindings' library.
+#define OMPI_SKIP_MPICXX 1
+#define MPICH_SKIP_MPICXX 1
 #include <mpi.h>
 
 #include <algorithm>
