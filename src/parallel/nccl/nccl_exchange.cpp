@@ -4,13 +4,21 @@
 // compute stream goes on with the layers before; Finish makes the compute stream wait for the last.
 // Only stream work is queued, so a training step with the exchange can still be captured as a CUDA
 // graph (NCCL supports stream capture). The communicator is set up from a unique id that rank 0 makes
-// and broadcasts over the Ranks (MPI, or memory for threads).
+// and broadcasts over the Ranks (MPI, or memory for threads). A watchdog thread polls the
+// communicator's asynchronous error (a peer or the network failing, after NCCL's own timeouts) and
+// aborts it at once, so that no wait on the GPU hangs on a dead exchange; the next bucket then throws.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <glog/logging.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <string>
+#include <thread>
 
 #include "cortado/context.hpp"
 #include "cortado/cuda/resources.hpp"
@@ -50,9 +58,12 @@ class NcclExchange final : public GradientExchange {
       g_live.insert(comm_);
     }
     CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    watchdog_ = std::thread([this] { Watch(); });
   }
 
   ~NcclExchange() override {
+    stop_ = true;
+    watchdog_.join();
     if (stream_ != nullptr) {
       cudaStreamSynchronize(stream_);  // errors ignored: may run while unwinding
       cudaStreamDestroy(stream_);
@@ -63,6 +74,7 @@ class NcclExchange final : public GradientExchange {
 
  protected:
   void Start(const Bucket& bucket) override {
+    CheckAlive();
     CORTADO_CUDA_CHECK(cudaEventRecord(produced_.get(), compute_));
     CORTADO_CUDA_CHECK(cudaStreamWaitEvent(stream_, produced_.get(), 0));
     float* values = diff_ + bucket.offset;
@@ -71,15 +83,41 @@ class NcclExchange final : public GradientExchange {
   }
 
   void WaitAll() override {
+    CheckAlive();
     CORTADO_CUDA_CHECK(cudaEventRecord(averaged_.get(), stream_));
     CORTADO_CUDA_CHECK(cudaStreamWaitEvent(compute_, averaged_.get(), 0));
   }
 
  private:
+  void Watch() {
+    while (!stop_) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      std::lock_guard<std::mutex> lock(g_live_mutex);
+      if (g_live.count(comm_) == 0) return;  // aborted by AbortGpuExchanges
+      ncclResult_t state = ncclSuccess;
+      if (ncclCommGetAsyncError(comm_, &state) != ncclSuccess) state = ncclSystemError;
+      if (state == ncclSuccess || state == ncclInProgress) continue;
+      ncclCommAbort(comm_);
+      g_live.erase(comm_);
+      failure_ = std::string("NCCL: the gradient exchange failed: ") + ncclGetErrorString(state) +
+                 " (another rank or the network between them); the communicator was aborted";
+      LOG(ERROR) << failure_;
+      failed_ = true;
+      return;
+    }
+  }
+
+  void CheckAlive() const {
+    if (failed_) Fail(failure_);
+  }
+
   cudaStream_t compute_;
   cudaStream_t stream_ = nullptr;
   ncclComm_t comm_ = nullptr;
   cuda::Event produced_, averaged_;
+  std::atomic<bool> stop_{false}, failed_{false};
+  std::string failure_;  // written before failed_ is set
+  std::thread watchdog_;
 };
 
 }  // namespace
