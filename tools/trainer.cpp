@@ -450,9 +450,7 @@ int Train(cortado::Ranks* ranks) {
     signal(SIGINT, SIG_DFL);
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   }
-  const std::string who = ranks.rank() > 0 ? "rank " + std::to_string(ranks.rank()) + ": " : "";
-  std::fprintf(stderr, "trainer: error: %s%s\n", who.c_str(), message.c_str());
-  std::fflush(stderr);
+  cortado::PrintToolError((ranks.rank() > 0 ? "rank " + std::to_string(ranks.rank()) + ": " : "") + message);
   ranks.Abort();
 }
 

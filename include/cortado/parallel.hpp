@@ -74,7 +74,6 @@ class ThreadRanksGroup {
   std::unique_ptr<Ranks> Rank(int rank);
   // Ends the group: every collective, waiting or to come, throws Error (a rank failed).
   void Abort();
-  bool aborted() const;
 
   struct Shared;
 
@@ -84,10 +83,7 @@ class ThreadRanksGroup {
 
 class GradientExchange {
  public:
-  // The default bucket: 4 MiB (see scripts/bench/README.md, "Scaling"); the solver field
-  // exchange_bucket_mb overrides it.
-  static constexpr size_t kDefaultBucketBytes = size_t{4} << 20;
-
+  // bucket_bytes: the solver field exchange_bucket_mb (default 4 MiB; scripts/bench/README.md, "Model").
   // For the net's flat gradient buffer (after Initialize), on ctx's device: MPI on the CPU, NCCL on a
   // GPU (an Error in a build without NCCL).
   static std::unique_ptr<GradientExchange> Create(Ranks& ranks, Context& ctx, Net& net, size_t bucket_bytes);

@@ -4,11 +4,16 @@
 #pragma once
 
 #include <functional>
+#include <string>
 
 namespace cortado {
 
 // Parses flags (gflags), sets up logging to stderr, runs body(argc, argv) with the remaining
 // arguments, and turns a cortado::Error (or any std::exception) into "<tool>: error: <message>" + exit 1.
 int RunTool(int argc, char** argv, const char* usage, const std::function<int(int, char**)>& body);
+
+// Prints a user's mistake as RunTool does, "<tool>: error: <message>" on stderr (flushed), for a tool
+// that must do more than return 1 afterwards (a rank of mpirun's ends every rank).
+void PrintToolError(const std::string& message);
 
 }  // namespace cortado

@@ -77,10 +77,17 @@ void CheckFlagNames(int argc, char** argv) {
   }
 }
 
+std::string g_tool_name = "cortado";  // set by RunTool from argv[0]
+
 }  // namespace
 
+void PrintToolError(const std::string& message) {
+  std::fprintf(stderr, "%s: error: %s\n", g_tool_name.c_str(), message.c_str());
+  std::fflush(stderr);
+}
+
 int RunTool(int argc, char** argv, const char* usage, const std::function<int(int, char**)>& body) {
-  const std::string name = std::filesystem::path(argv[0]).filename().string();
+  g_tool_name = std::filesystem::path(argv[0]).filename().string();
   gflags::SetUsageMessage(usage);
   gflags::SetVersionString("1.0");
   FLAGS_logtostderr = true;
@@ -98,10 +105,8 @@ int RunTool(int argc, char** argv, const char* usage, const std::function<int(in
     gflags::ParseCommandLineFlags(&argc, &argv, true);
     google::InitGoogleLogging(argv[0]);
     return body(argc, argv);
-  } catch (const Error& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s: error: %s\n", name.c_str(), e.what());
+  } catch (const std::exception& e) {  // cortado::Error, or any other
+    PrintToolError(e.what());
   }
   return 1;
 }

@@ -112,9 +112,4 @@ std::unique_ptr<Ranks> ThreadRanksGroup::Rank(int rank) { return std::make_uniqu
 
 void ThreadRanksGroup::Abort() { shared_->Abort(); }
 
-bool ThreadRanksGroup::aborted() const {
-  std::lock_guard<std::mutex> lock(shared_->mutex);
-  return shared_->aborted;
-}
-
 }  // namespace cortado

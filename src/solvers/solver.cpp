@@ -167,8 +167,8 @@ void Solver::JoinRanks() {
 }
 
 float Solver::AgreeOnIteration(float loss) {
-  std::vector<double> values = {loss, double{stop_requested_}, double{snapshot_requested_}};
-  ranks_->SumOnHost(values.data(), static_cast<int>(values.size()));
+  double values[3] = {loss, double{stop_requested_}, double{snapshot_requested_}};
+  ranks_->SumOnHost(values, 3);
   if (values[2] > 0) snapshot_requested_ = 0;  // this iteration's agreement takes the request
   stop_agreed_ = values[1] > 0;
   snapshot_agreed_ = values[2] > 0;
