@@ -44,35 +44,14 @@ using cortado::Fail;
 constexpr uint32_t kShuffleSeed = 1701;  // fixed: the same list always shuffles the same way
 constexpr size_t kMaxKeyBytes = 511;     // LMDB's default maximum key size
 
-struct Entry {
-  std::string path;  // relative to ROOT
-  int label;
-  int line;  // in the list file, from 1
-};
+using Entry = cortado::ImageListEntry;
 
-// The list file's lines; each splits at its last space (paths may hold spaces). Blank lines are
-// skipped; trailing white space (a Windows "\r") is ignored.
+// The list file's entries (cortado::ReadImageList), with the LMDB key length checked.
 std::vector<Entry> ReadList(const std::string& list_path) {
-  std::ifstream in(list_path);
-  CORTADO_REQUIRE(in.good(), "cannot open list file '", list_path, "'");
-  std::vector<Entry> entries;
-  std::string text;
-  for (int line = 1; std::getline(in, text); ++line) {
-    while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-    if (text.find_first_not_of(" \t") == std::string::npos) continue;
-    const size_t space = text.find_last_of(" \t");
-    const std::string label = space == std::string::npos ? "" : text.substr(space + 1);
-    const std::string path = space == std::string::npos ? text : text.substr(0, space);
-    char* end = nullptr;
-    errno = 0;
-    const long value = std::strtol(label.c_str(), &end, 10);
-    CORTADO_REQUIRE(!path.empty() && !label.empty() && *end == '\0' && errno == 0 && value >= INT_MIN &&
-                        value <= INT_MAX,
-                    list_path, ":", line, ": expected 'relative/path label', got '", text, "'");
-    CORTADO_REQUIRE(path.size() + 9 <= kMaxKeyBytes, list_path, ":", line, ": the path is ", path.size(),
+  std::vector<Entry> entries = cortado::ReadImageList(list_path);
+  for (const Entry& e : entries)
+    CORTADO_REQUIRE(e.path.size() + 9 <= kMaxKeyBytes, list_path, ":", e.line, ": the path is ", e.path.size(),
                     " bytes long; LMDB keys (\"%08d_<path>\") allow at most ", kMaxKeyBytes - 9);
-    entries.push_back({path, static_cast<int>(value), line});
-  }
   return entries;
 }
 
@@ -200,17 +179,9 @@ int Convert(const std::string& root, const std::string& list_path, const std::st
   if (!FLAGS_encode_type.empty() && !FLAGS_encoded)
     LOG(INFO) << "encode_type specified, assuming encoded=true.";
 
-  // The database is removed again when the conversion fails or converts nothing.
-  // refuses an existing path
-  auto db = cortado::CreateDbWriter(cortado::ParseBackendFlag(FLAGS_backend), db_path, "");
-  size_t count = 0;
-  try {
-    count = WriteImages(root, list_path, entries, db.get());
-  } catch (...) {
-    db.reset();
-    std::filesystem::remove_all(db_path);
-    throw;
-  }
+  // The database is removed again when the conversion fails (the writer, unfinished) or converts nothing.
+  auto db = cortado::CreateDbWriter(cortado::ParseBackendFlag(FLAGS_backend), db_path, "");  // refuses an existing path
+  const size_t count = WriteImages(root, list_path, entries, db.get());
   db.reset();
   const size_t skipped = entries.size() - count;
   if (count == 0) {

@@ -4,8 +4,8 @@
 //   OpenRecords      a RecordSource for a DataParameter backend: LmdbRecords or LeveldbRecords
 //   DbWriter         creates a database and fills it (the convert_* tools): LmdbWriter, LeveldbWriter,
 //                    made by CreateDbWriter
-//   LmdbCursor       walks an LMDB's records in key order, read-only, wrapping to the start
 //   MnistReader      MNIST's IDX image and label files, checked, read image by image
+//   ReadImageList    the "path label" lines of an image list file (ImageData, convert_imageset)
 //   DataTransformer  Datum (uint8 or float C×H×W) → floats, with mean, scale, crop and mirror
 //   DataLayer        type "Data": database records through the BatchPipeline (batch_pipeline.hpp)
 //   BatchUploader    host batches → a GPU net's tops through two device staging slots: the copy stream
@@ -57,57 +57,47 @@ class RecordSource {
 std::unique_ptr<RecordSource> OpenRecords(DataParameter::DB backend, const std::string& path,
                                           const std::string& owner);
 
+// A record's key for a message: printable ASCII as it is, other bytes as \xNN, at most 64 characters
+// (then "...").
+std::string PrintableKey(std::string_view key);
+
 // A tool's --backend flag: "lmdb" or "leveldb"; anything else is an Error naming the flag.
 DataParameter::DB ParseBackendFlag(const std::string& name);
 
 // ---- LMDB ----------------------------------------------------------------------------------------
 
-// A read-only cursor over every record of an LMDB, in key order. After the last record it wraps to
-// the first and logs "Restarting data prefetching from start.". The key/value views stay valid until
-// the next call to Next(). Opened with MDB_RDONLY | MDB_NOTLS, so it may be used from a thread other
-// than the one that opened it (one thread at a time).
-class LmdbCursor {
+// Every record of an LMDB, in key order, with random access. At open the database is checked against
+// its file and walked once, and the key/value views are kept: LMDB keeps them valid while the read
+// transaction is open, which is for the object's lifetime, so records are read in place, without
+// copies, from any thread. Opened with MDB_RDONLY | MDB_NOTLS.
+//
+// LMDB trusts its file. Before anything is read through the memory map, the pages the database's
+// header counts must lie inside data.mdb (a copy cut short is refused, not read into SIGBUS); the walk
+// runs under a fault guard (fault_guard.hpp) with LMDB's assertions routed there; every key and value
+// must lie inside the file, and the keys must ascend. Any failure is one Error naming the owner, the
+// path and the record: "<owner>: LMDB '<path>' is corrupt: ...". A missing or unreadable source throws
+// "<owner>: cannot open LMDB '<path>': <reason>"; an empty database throws too.
+class LmdbRecords final : public RecordSource {
  public:
-  // `owner` prefixes error messages ("layer mnist (Data)"). A missing or unreadable source throws
-  // Error "<owner>: cannot open LMDB '<path>': <reason>"; an empty database throws too.
-  LmdbCursor(const std::string& path, const std::string& owner);
-  ~LmdbCursor();
-  LmdbCursor(const LmdbCursor&) = delete;
-  LmdbCursor& operator=(const LmdbCursor&) = delete;
+  LmdbRecords(const std::string& path, const std::string& owner);
+  ~LmdbRecords() override;
+  LmdbRecords(const LmdbRecords&) = delete;
+  LmdbRecords& operator=(const LmdbRecords&) = delete;
 
-  std::string_view key() const { return {static_cast<const char*>(key_.mv_data), key_.mv_size}; }
-  std::string_view value() const { return {static_cast<const char*>(value_.mv_data), value_.mv_size}; }
-  void Next();
-  uint64_t num_records() const { return num_records_; }
-  const std::string& path() const { return path_; }
+  uint64_t size() const override { return values_.size(); }
+  std::string_view key(uint64_t i) const override { return keys_[i]; }
+  std::string_view value(uint64_t i) const override { return values_[i]; }
+  const std::string& path() const override { return path_; }
+  const char* backend_name() const override { return "LMDB"; }
 
  private:
-  void Check(int rc, const char* what) const;
+  [[noreturn]] void Corrupt(const std::string& what);
   void Close();
 
   std::string path_, owner_;
   MDB_env* env_ = nullptr;
   MDB_txn* txn_ = nullptr;
-  MDB_dbi dbi_ = 0;
   MDB_cursor* cursor_ = nullptr;
-  MDB_val key_{}, value_{};
-  uint64_t num_records_ = 0;
-};
-
-// Every record of an LMDB, in key order, with random access: the cursor is walked once at open and the
-// key/value views kept. LMDB keeps them valid while the read transaction is open, which is for the
-// object's lifetime, so records are read in place, without copies, from any thread.
-class LmdbRecords final : public RecordSource {
- public:
-  LmdbRecords(const std::string& path, const std::string& owner);
-  uint64_t size() const override { return values_.size(); }
-  std::string_view key(uint64_t i) const override { return keys_[i]; }
-  std::string_view value(uint64_t i) const override { return values_[i]; }
-  const std::string& path() const override { return cursor_.path(); }
-  const char* backend_name() const override { return "LMDB"; }
-
- private:
-  LmdbCursor cursor_;
   std::vector<std::string_view> keys_, values_;
 };
 
@@ -148,16 +138,17 @@ class LeveldbRecords final : public RecordSource {
 // ---- writing -------------------------------------------------------------------------------------
 
 // A database being written: Put buffers records and writes them in batches of kPutsPerCommit; call
-// Finish() to write the tail; the destructor drops puts not yet written. Both backends create a new
-// directory and refuse a path that exists ("'<path>' already exists; remove it or choose another
-// name"). Error messages start with "<owner>: " when owner is not empty.
+// Finish() to write the tail. Both backends create a new directory and refuse a path that exists
+// ("'<path>' already exists; remove it or choose another name"); a writer destroyed before Finish (a
+// conversion that failed) removes the directory it created, so no partial database is left behind.
+// Error messages start with "<owner>: " when owner is not empty.
 class DbWriter {
  public:
   static constexpr size_t kPutsPerCommit = 1000;
   virtual ~DbWriter() = default;
   virtual void Put(std::string key, std::string value) = 0;
   virtual void Commit() = 0;  // writes the buffered puts now
-  virtual void Finish() { Commit(); }  // writes the tail; the database is then complete
+  virtual void Finish() = 0;  // writes the tail; the database is then complete and stays
 };
 
 // A new DbWriter of `backend` (DataParameter::LMDB or ::LEVELDB) at `path`.
@@ -175,6 +166,7 @@ class LmdbWriter final : public DbWriter {
 
   void Put(std::string key, std::string value) override;
   void Commit() override;
+  void Finish() override;
   size_t map_bytes() const { return map_bytes_; }
 
  private:
@@ -183,6 +175,7 @@ class LmdbWriter final : public DbWriter {
   std::string path_, owner_;
   MDB_env* env_ = nullptr;
   size_t map_bytes_;
+  bool finished_ = false;
   std::vector<std::pair<std::string, std::string>> pending_;
 };
 
@@ -205,6 +198,7 @@ class LeveldbWriter final : public DbWriter {
   struct State;
   std::string path_, owner_;
   std::unique_ptr<State> state_;
+  bool finished_ = false;
 };
 
 // ---- MNIST IDX files ----------------------------------------------------------------------------
@@ -228,6 +222,19 @@ class MnistReader {
   std::unique_ptr<Files> files_;
   uint32_t count_ = 0, rows_ = 0, cols_ = 0;
 };
+
+// ---- image lists ---------------------------------------------------------------------------------
+
+// One line of an image list file (ImageData's source, convert_imageset's LISTFILE): "path label",
+// split at the last space or tab, so paths may hold spaces; blank lines are skipped and trailing white
+// space (a Windows "\r") ignored. A line without an integer label is an Error
+// "<list>:<line>: expected 'relative/path label', got '<line>'"; a file that cannot be opened too.
+struct ImageListEntry {
+  std::string path;  // as written, relative to the root folder
+  int label;
+  int line;  // in the list file, from 1
+};
+std::vector<ImageListEntry> ReadImageList(const std::string& list_path);
 
 // ---- transformation ------------------------------------------------------------------------------
 

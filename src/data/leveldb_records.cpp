@@ -44,6 +44,9 @@ std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, cons
   // LevelDB would create its LOCK and LOG files in an LMDB's directory before failing: say what it is.
   if (fs::exists(path + "/data.mdb") && !fs::exists(path + "/CURRENT"))
     Fail(prefix, "cannot open LevelDB '", path, "': it holds an LMDB (data.mdb), not a LevelDB");
+  // Nor into any other folder without a database: LevelDB writes LOCK and LOG before it looks.
+  if (!fs::exists(path + "/CURRENT"))
+    Fail(prefix, "cannot open LevelDB '", path, "': it holds no LevelDB (no CURRENT file)");
   const std::string canonical = fs::canonical(path, ec).string();
   const std::string id = ec ? path : canonical;
 
@@ -52,6 +55,7 @@ std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, cons
   leveldb::Options options;
   options.create_if_missing = false;
   options.max_open_files = 100;  // Caffe's
+  options.paranoid_checks = true;  // a damaged file is an error at open, not a crash later
   leveldb::DB* db = nullptr;
   const leveldb::Status s = leveldb::DB::Open(options, path, &db);
   if (!s.ok()) Fail(prefix, "cannot open LevelDB '", path, "': ", s.ToString());
@@ -73,6 +77,7 @@ LeveldbRecords::LeveldbRecords(const std::string& path, const std::string& owner
   leveldb::ReadOptions read;
   read.snapshot = handle_->snapshot;
   read.fill_cache = false;
+  read.verify_checksums = true;  // every block's CRC: damaged bytes are a Corruption status, never parsed
   offsets_.push_back(0);
   std::unique_ptr<leveldb::Iterator> it(handle_->db->NewIterator(read));
   for (it->SeekToFirst(); it->Valid(); it->Next()) {
@@ -94,9 +99,10 @@ std::string_view LeveldbRecords::value(uint64_t i) const {
   std::string* buffer = Buffer();
   leveldb::ReadOptions read;
   read.snapshot = handle_->snapshot;
+  read.verify_checksums = true;
   const std::string_view k = key(i);
   const leveldb::Status s = handle_->db->Get(read, leveldb::Slice(k.data(), k.size()), buffer);
-  CORTADO_REQUIRE(s.ok(), owner_, "reading record '", k, "' of LevelDB '", path_, "' failed: ", s.ToString());
+  CORTADO_REQUIRE(s.ok(), owner_, "reading record '", PrintableKey(k), "' of LevelDB '", path_, "' failed: ", s.ToString());
   return *buffer;
 }
 

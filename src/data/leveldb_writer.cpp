@@ -33,7 +33,11 @@ LeveldbWriter::LeveldbWriter(const std::string& path, const std::string& owner)
   state_->db.reset(db);
 }
 
-LeveldbWriter::~LeveldbWriter() = default;  // puts not yet written are dropped
+LeveldbWriter::~LeveldbWriter() {
+  state_.reset();  // closes the database
+  std::error_code ec;
+  if (!finished_) std::filesystem::remove_all(path_, ec);  // an unfinished database is not left behind
+}
 
 void LeveldbWriter::Put(std::string key, std::string value) {
   state_->batch.Put(key, value);
@@ -51,6 +55,7 @@ void LeveldbWriter::Commit() {
 void LeveldbWriter::Finish() {
   Commit();
   state_->db->CompactRange(nullptr, nullptr);  // the memtable and log into sorted tables
+  finished_ = true;
 }
 
 }  // namespace cortado

@@ -40,19 +40,11 @@ class ImageDataLayer : public PipelineDataLayer {
 };
 
 void ImageDataLayer::ReadList(const std::string& path) {
-  std::ifstream in(path);
-  CORTADO_REQUIRE(in.good(), Describe(), ": cannot read the image list '", path, "'");
   const std::string& root = param_.image_data_param().root_folder();
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if (line.find_first_not_of(" \t") == std::string::npos) continue;
-    const size_t space = line.find_last_of(' ');
-    char* end = nullptr;
-    const long label = space == std::string::npos ? 0 : std::strtol(line.c_str() + space + 1, &end, 10);
-    CORTADO_REQUIRE(space != std::string::npos && space > 0 && end != line.c_str() + space + 1 && *end == '\0',
-                    path, ":", number, ": expected 'relative/path label', got '", line, "'");
-    images_.emplace_back(root + line.substr(0, space), static_cast<int>(label));
+  try {
+    for (const ImageListEntry& entry : ReadImageList(path)) images_.emplace_back(root + entry.path, entry.label);
+  } catch (const Error& e) {
+    Fail(Describe(), ": ", e.what());
   }
   CORTADO_REQUIRE(!images_.empty(), Describe(), ": the image list '", path, "' names no images");
   LOG(INFO) << "A total of " << images_.size() << " images.";

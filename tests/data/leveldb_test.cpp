@@ -85,12 +85,28 @@ TEST(Leveldb, RoundTripInKeyOrderLikeLmdb) {
   EXPECT_TRUE(fs::exists(dir + "/db1/data.mdb"));
 }
 
-TEST(Leveldb, UncommittedPutsAreDroppedAndAnEmptyDatabaseIsAnError) {
+// A conversion that fails destroys its writer before Finish: no partial database is left behind.
+// LevelDB would write its LOCK and LOG into any folder it is pointed at before finding no database.
+TEST(Leveldb, AFolderWithoutADatabaseIsRefusedAndLeftAsItWas) {
+  const std::string dir = TempDir() + "/photos";
+  std::filesystem::create_directories(dir);
+  WriteFile(dir + "/cat.jpg", "not a database");
+  EXPECT_EQ(ErrorOf([&] { LeveldbRecords records(dir, "layer d (Data)"); }),
+            "layer d (Data): cannot open LevelDB '" + dir + "': it holds no LevelDB (no CURRENT file)");
+  int files = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator(dir)) ++files;
+  EXPECT_EQ(files, 1);
+}
+
+TEST(Leveldb, AnUnfinishedDatabaseIsRemovedAndAnEmptyOneIsAnError) {
   const std::string path = TempDir() + "/db";
   {
     LeveldbWriter writer(path, "test");
     writer.Put("a", "1");
+    writer.Commit();
   }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  LeveldbWriter(path, "test").Finish();
   EXPECT_EQ(ErrorOf([&] { LeveldbRecords records(path, "layer d (Data)"); }),
             "layer d (Data): LevelDB '" + path + "' holds no records");
 }

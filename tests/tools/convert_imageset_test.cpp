@@ -380,7 +380,7 @@ TEST(ComputeImageMean, ErrorsNameTheRecord) {
       db.Put("key" + std::to_string(n), d.SerializeAsString());
     }
     db.Finish();
-    LmdbWriter empty(dir + "/empty", "test");
+    LmdbWriter(dir + "/empty", "test").Finish();
   }
   const std::string mean = dir + "/mean.binaryproto";
   std::string line = ErrorLine(RunTool("compute_image_mean", dir + "/mixed " + mean), "compute_image_mean");

@@ -71,14 +71,14 @@ TEST(ConvertMnistData, WritesOneDatumPerImage) {
   EXPECT_NE(r.err.find("A total of 3 items."), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("Rows: 2 Cols: 3"), std::string::npos) << r.err;
 
-  LmdbCursor cursor(dir + "/db", "test");
-  ASSERT_EQ(cursor.num_records(), 3u);
+  LmdbRecords records(dir + "/db", "test");
+  ASSERT_EQ(records.size(), 3u);
   const char* keys[] = {"00000000", "00000001", "00000002"};
   const int labels[] = {7, 0, 3};
   for (int i = 0; i < 3; ++i) {
-    EXPECT_EQ(cursor.key(), keys[i]);
+    EXPECT_EQ(records.key(i), keys[i]);
     Datum d;
-    ASSERT_TRUE(d.ParseFromArray(cursor.value().data(), static_cast<int>(cursor.value().size())));
+    ASSERT_TRUE(d.ParseFromArray(records.value(i).data(), static_cast<int>(records.value(i).size())));
     EXPECT_EQ(d.channels(), 1);
     EXPECT_EQ(d.height(), 2);
     EXPECT_EQ(d.width(), 3);
@@ -86,7 +86,6 @@ TEST(ConvertMnistData, WritesOneDatumPerImage) {
     EXPECT_FALSE(d.encoded());
     ASSERT_EQ(d.data().size(), 6u);
     for (int j = 0; j < 6; ++j) EXPECT_EQ(static_cast<uint8_t>(d.data()[j]), 10 * i + j);
-    cursor.Next();
   }
 }
 

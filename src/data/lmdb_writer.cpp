@@ -1,5 +1,5 @@
-// lmdb_reader.cpp — LMDB access: a read-only wrapping cursor (LmdbRecords and compute_image_mean walk
-// it) and a batched writer for the convert_* tools.
+// lmdb_writer.cpp — LmdbWriter: a new LMDB filled in batched transactions, for the convert_* tools
+// (reading is lmdb_records.cpp).
 #include <glog/logging.h>
 #include <sys/stat.h>  // mkdir
 
@@ -11,57 +11,6 @@
 #include "cortado/error.hpp"
 
 namespace cortado {
-
-// ---- reading -------------------------------------------------------------------------------------
-
-LmdbCursor::LmdbCursor(const std::string& path, const std::string& owner)
-    : path_(path), owner_(owner.empty() ? "" : owner + ": ") {
-  int rc = mdb_env_create(&env_);
-  if (rc == MDB_SUCCESS) rc = mdb_env_open(env_, path.c_str(), MDB_RDONLY | MDB_NOTLS, 0664);
-  if (rc == MDB_SUCCESS) rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_);
-  if (rc == MDB_SUCCESS) rc = mdb_dbi_open(txn_, nullptr, 0, &dbi_);
-  if (rc == MDB_SUCCESS) rc = mdb_cursor_open(txn_, dbi_, &cursor_);
-  MDB_stat stat{};
-  if (rc == MDB_SUCCESS) rc = mdb_stat(txn_, dbi_, &stat);
-  if (rc != MDB_SUCCESS) {
-    Close();
-    if (rc == ENOENT && std::filesystem::exists(path_ + "/CURRENT"))
-      Fail(owner_, "cannot open LMDB '", path_, "': it holds a LevelDB (CURRENT), not an LMDB");
-    Fail(owner_, "cannot open LMDB '", path_, "': ", mdb_strerror(rc));
-  }
-  num_records_ = stat.ms_entries;
-  rc = mdb_cursor_get(cursor_, &key_, &value_, MDB_FIRST);
-  if (rc != MDB_SUCCESS) {
-    Close();
-    if (rc == MDB_NOTFOUND) Fail(owner_, "LMDB '", path_, "' holds no records");
-    Fail(owner_, "cannot read LMDB '", path_, "': ", mdb_strerror(rc));
-  }
-}
-
-LmdbCursor::~LmdbCursor() { Close(); }
-
-void LmdbCursor::Close() {
-  if (cursor_) mdb_cursor_close(cursor_);
-  if (txn_) mdb_txn_abort(txn_);
-  if (env_) mdb_env_close(env_);
-  cursor_ = nullptr, txn_ = nullptr, env_ = nullptr;
-}
-
-void LmdbCursor::Check(int rc, const char* what) const {
-  CORTADO_REQUIRE(rc == MDB_SUCCESS, owner_, "reading LMDB '", path_, "' failed (", what, "): ",
-                  mdb_strerror(rc));
-}
-
-void LmdbCursor::Next() {
-  int rc = mdb_cursor_get(cursor_, &key_, &value_, MDB_NEXT);
-  if (rc == MDB_NOTFOUND) {
-    LOG(INFO) << "Restarting data prefetching from start.";
-    rc = mdb_cursor_get(cursor_, &key_, &value_, MDB_FIRST);
-  }
-  Check(rc, "mdb_cursor_get");
-}
-
-// ---- writing -------------------------------------------------------------------------------------
 
 LmdbWriter::LmdbWriter(const std::string& path, const std::string& owner, size_t initial_map_bytes)
     : path_(path), owner_(owner.empty() ? "" : owner + ": "), map_bytes_(initial_map_bytes) {
@@ -82,6 +31,13 @@ LmdbWriter::LmdbWriter(const std::string& path, const std::string& owner, size_t
 
 LmdbWriter::~LmdbWriter() {
   if (env_) mdb_env_close(env_);
+  std::error_code ec;
+  if (!finished_) std::filesystem::remove_all(path_, ec);  // an unfinished database is not left behind
+}
+
+void LmdbWriter::Finish() {
+  Commit();
+  finished_ = true;
 }
 
 void LmdbWriter::Check(int rc, const char* what) const {
