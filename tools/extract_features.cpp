@@ -188,7 +188,7 @@ int Run(int argc, char** argv) {
   }
   net.KeepReadable(args.blobs);  // the memory plan must not reuse what is extracted after each forward
   net.AllocateOwnArena();
-  net.CopyTrainedLayersFrom(args.weights);
+  net.LoadWeightsFile(args.weights);
 
   std::vector<std::string> created;  // removed again when the run fails
   try {

@@ -328,7 +328,7 @@ void RunSolver(const cortado::SolverParameter& param, const std::vector<std::str
   cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph, ranks);
   for (const auto& w : weights) {
     LOG_IF(INFO, solver.is_root()) << "Finetuning from " << w;
-    solver.net()->CopyTrainedLayersFrom(w);
+    solver.net()->LoadWeightsFile(w);
   }
   const int slot = ranks != nullptr ? ranks->rank() % kMostSolvers : 0;
   g_solvers[slot] = &solver;
@@ -479,7 +479,7 @@ int Test() {
   cortado::Context& ctx = *context;
   cortado::Net net(param, ctx, FLAGS_model);
   net.AllocateOwnArena();
-  for (const auto& w : SplitCommas(FLAGS_weights)) net.CopyTrainedLayersFrom(w);
+  for (const auto& w : SplitCommas(FLAGS_weights)) net.LoadWeightsFile(w);
   LOG(INFO) << "Running for " << FLAGS_iterations << " iterations.";
   std::vector<double> scores;
   double loss = 0;

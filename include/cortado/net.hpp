@@ -78,9 +78,13 @@ class Net {
   // ---- weights -----------------------------------------------------------------------------------
   // Copies blobs by layer name from a trained net (V0 and V1 nets are upgraded first, see upgrade.hpp).
   // Layers absent here are ignored; a blob shape mismatch is an Error naming the layer, the blob index
-  // and both shapes.
-  void CopyTrainedLayersFrom(const NetParameter& trained);
-  void CopyTrainedLayersFrom(const std::string& caffemodel_path);
+  // and both shapes. Returns the number of learnable layers given weights.
+  int CopyTrainedLayersFrom(const NetParameter& trained);
+  int CopyTrainedLayersFrom(const std::string& caffemodel_path);
+  // A user's weights file (trainer --weights, extract_features): as CopyTrainedLayersFrom, but a file
+  // that gives none of this net's learnable layers their weights is an Error naming the file and those
+  // layers, not a net left with random weights.
+  void LoadWeightsFile(const std::string& caffemodel_path);
   void ToProto(NetParameter* param, bool write_diff = false) const;
 
   // ---- structure ---------------------------------------------------------------------------------

@@ -80,6 +80,8 @@ class Solver {
   void BuildAndPlan(MemoryPlan& plan, bool cuda_graph);
   void InitTrainNet();
   void InitTestNets();
+  void RefuseUntestedTestLayers(const NetParameter& net) const;
+  void CheckSnapshotDirectory() const;
   void ApplyUpdate();
   void Test(int test_net_id);
   void UpdateSmoothedLoss(float loss, int start_iter);

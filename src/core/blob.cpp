@@ -15,10 +15,17 @@ namespace cortado {
 void Blob::Reshape(const std::vector<int>& shape) {
   CORTADO_REQUIRE(shape.size() <= static_cast<size_t>(kMaxAxes), "blob has ", shape.size(),
                   " axes; at most ", kMaxAxes, " are supported");
+  // At most 2^40 values (4 TiB of floats): any real blob, and sums of millions of them stay in 64 bits.
+  constexpr int64_t kMostValues = int64_t{1} << 40;
   int64_t count = 1;
   for (int dim : shape) {
     CORTADO_REQUIRE(dim >= 0, "blob dimension ", dim, " is negative");
-    count *= dim;
+    count = dim == 0 || count <= kMostValues / dim ? count * dim : kMostValues + 1;
+  }
+  if (count > kMostValues) {
+    std::ostringstream dims;
+    for (int dim : shape) dims << dim << " ";
+    Fail("blob shape ", dims.str(), "has more than 2^40 values");
   }
   CHECK(data_ == nullptr || count <= capacity_)
       << "Reshape to " << count << " elements after binding (capacity " << capacity_ << ")";

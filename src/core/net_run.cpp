@@ -105,13 +105,15 @@ void Net::SetValues(int64_t n, float value, float* values) {
   }
 }
 
-void Net::CopyTrainedLayersFrom(const NetParameter& trained) {
+int Net::CopyTrainedLayersFrom(const NetParameter& trained) {
+  int copied = 0;
   auto copy_layer = [&](const std::string& name, const google::protobuf::RepeatedPtrField<BlobProto>& blobs) {
     if (!has_layer(name)) {
       LOG(INFO) << "Ignoring source layer " << name;
       return;
     }
     Layer* layer = layer_by_name(name);
+    if (!layer->blobs().empty()) ++copied;
     CORTADO_REQUIRE(static_cast<int>(layer->blobs().size()) == blobs.size(), "layer ", name, " (",
                     layer->type(), "): the weights file has ", blobs.size(), " blobs but the layer has ",
                     layer->blobs().size(), "; rename the layer if it is meant to be trained afresh");
@@ -130,13 +132,13 @@ void Net::CopyTrainedLayersFrom(const NetParameter& trained) {
   if (NetNeedsUpgrade(trained)) {  // V0/V1 weights: copy from the upgraded form
     NetParameter upgraded(trained);
     UpgradeNet(&upgraded, "weights");
-    CopyTrainedLayersFrom(upgraded);
-    return;
+    return CopyTrainedLayersFrom(upgraded);
   }
   for (const auto& layer : trained.layer()) copy_layer(layer.name(), layer.blobs());
+  return copied;
 }
 
-void Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
+int Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
   NetParameter trained;
   if (IsHdf5Path(caffemodel_path)) {
     trained = ReadNetParameterFromHdf5(caffemodel_path);  // Caffe's .caffemodel.h5 layout
@@ -145,10 +147,24 @@ void Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
   }
   if (NetNeedsUpgrade(trained)) UpgradeNet(&trained, caffemodel_path);
   try {
-    CopyTrainedLayersFrom(trained);
+    return CopyTrainedLayersFrom(trained);
   } catch (const Error& e) {
     throw Error(caffemodel_path + ": " + e.what());
   }
+}
+
+void Net::LoadWeightsFile(const std::string& caffemodel_path) {
+  if (CopyTrainedLayersFrom(caffemodel_path) > 0) return;
+  std::string learnable;
+  int count = 0;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    if (layers_[i]->blobs().empty()) continue;
+    if (++count <= 4) learnable += (learnable.empty() ? "" : ", ") + layer_names_[i];
+  }
+  if (count == 0) return;  // nothing here takes weights
+  Fail(caffemodel_path, ": none of its layers matches a learnable layer of ", source_, " (", learnable,
+       count > 4 ? ", ..." : "", "), so every weight would stay random; weights are copied by layer name: "
+       "is it the weights file of this net?");
 }
 
 void Net::ToProto(NetParameter* param, bool write_diff) const {

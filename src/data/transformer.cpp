@@ -1,6 +1,7 @@
 // transformer.cpp — DataTransformer: one Datum into floats, (x − mean) · scale with crop and mirror,
 // written straight into the caller's batch buffer.
 #include <cstdint>
+#include <limits>
 #include <sstream>
 
 #include "cortado/data.hpp"
@@ -26,13 +27,19 @@ DataTransformer::DataTransformer(const TransformationParameter& param, Phase pha
   if (!param_.has_mean_file()) return;
   BlobProto proto;
   ReadProtoFromBinaryFile(param_.mean_file(), &proto);
-  std::vector<int> shape;
+  std::vector<int64_t> dims;
   if (proto.has_shape()) {
-    for (int64_t d : proto.shape().dim()) shape.push_back(static_cast<int>(d));
+    dims.assign(proto.shape().dim().begin(), proto.shape().dim().end());
   } else {
-    shape = {proto.num(), proto.channels(), proto.height(), proto.width()};
+    dims = {proto.num(), proto.channels(), proto.height(), proto.width()};
   }
-  const std::string given = ShapeText(shape);
+  std::ostringstream given_text;
+  for (size_t i = 0; i < dims.size(); ++i) given_text << (i ? "×" : "") << dims[i];
+  const std::string given = given_text.str();
+  for (int64_t d : dims)
+    CORTADO_REQUIRE(d > 0 && d <= std::numeric_limits<int32_t>::max(), owner_, ": mean file '", param_.mean_file(), "' has shape ", given,
+                    "; every axis must be positive (an empty or damaged mean file?)");
+  std::vector<int> shape(dims.begin(), dims.end());
   // Normalise to C×H×W: drop leading 1s (1×C×H×W), pad a plain H×W with C = 1.
   while (shape.size() > 3 && shape.front() == 1) shape.erase(shape.begin());
   while (shape.size() < 3) shape.insert(shape.begin(), 1);

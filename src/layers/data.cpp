@@ -49,8 +49,8 @@ void DataLayer::PrepareWorkers(int count) { scratch_.resize(count); }
 const Datum& DataLayer::Parse(uint64_t index, Datum* datum, Datum* decoded) const {
   const std::string_view value = records_->value(index);
   CORTADO_REQUIRE(datum->ParseFromArray(value.data(), static_cast<int>(value.size())), Describe(),
-                  ": record '", records_->key(index), "' of ", records_->backend_name(), " '", records_->path(),
-                  "' is not a Datum (corrupt database?)");
+                  ": record '", PrintableKey(records_->key(index)), "' of ", records_->backend_name(), " '",
+                  records_->path(), "' is not a Datum (corrupt database?)");
   if (!datum->encoded()) return *datum;
   const TransformationParameter& tp = param_.transform_param();
   CORTADO_REQUIRE(!(tp.force_color() && tp.force_gray()), Describe(),
@@ -58,7 +58,12 @@ const Datum& DataLayer::Parse(uint64_t index, Datum* datum, Datum* decoded) cons
   const ColorMode mode = tp.force_color() || param_.data_param().force_encoded_color() ? ColorMode::kColor
                          : tp.force_gray()                                             ? ColorMode::kGray
                                                                                        : ColorMode::kKeep;
-  DecodeDatum(*datum, mode, decoded);
+  try {
+    DecodeDatum(*datum, mode, decoded);
+  } catch (const Error& e) {
+    Fail(Describe(), ": record '", PrintableKey(records_->key(index)), "' of ", records_->backend_name(), " '",
+         records_->path(), "': ", e.what());
+  }
   return *decoded;
 }
 
@@ -67,7 +72,7 @@ void DataLayer::Load(uint64_t index, int worker, float* out, float* label, Recor
   const Datum& datum = Parse(index, &scratch.datum, &scratch.decoded);
   CORTADO_REQUIRE(datum.channels() == record_shape_[0] && datum.height() == record_shape_[1] &&
                       datum.width() == record_shape_[2],
-                  Describe(), ": record '", records_->key(index), "' has shape ", datum.channels(), "×",
+                  Describe(), ": record '", PrintableKey(records_->key(index)), "' has shape ", datum.channels(), "×",
                   datum.height(), "×", datum.width(), " but the first record has ", record_shape_[0], "×",
                   record_shape_[1], "×", record_shape_[2], "; all records must have one shape");
   transformer_->Transform(datum, out, rng);

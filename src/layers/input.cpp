@@ -1,6 +1,8 @@
 // input.cpp — Input: tops whose values the caller writes (deploy nets, tools feeding data by hand).
-// No bottoms; InputParameter.shape gives one shape per top, one shape shared by every top, or none
-// (the caller shapes the tops). Forward and Backward do nothing, on either device.
+// No bottoms; InputParameter.shape gives one shape per top or one shape shared by every top; a net
+// without any is refused here, naming this layer (the next layer would only see an unshaped blob). Forward and Backward do nothing, on either device.
+#include <cstdint>
+
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
@@ -20,9 +22,17 @@ class InputLayer : public Layer {
     const InputParameter& p = param_.input_param();
     const int shapes = p.shape_size();
     const int tops = static_cast<int>(top.size());
-    CORTADO_REQUIRE(shapes == 0 || shapes == 1 || shapes == tops, Describe(), ": has ", tops,
-                    " tops but ", shapes, " input_param shapes; give one shape, one per top, or none");
-    for (int i = 0; i < tops && shapes > 0; ++i) top[i]->Reshape(p.shape(shapes == 1 ? 0 : i));
+    CORTADO_REQUIRE(shapes > 0, Describe(), ": input_param gives no shape for its top", tops == 1 ? " '" : "s '",
+                    param_.top(0), tops == 1 ? "'" : "', ...", "; add input_param { shape { dim: N dim: C dim: H dim: W } }");
+    CORTADO_REQUIRE(shapes == 1 || shapes == tops, Describe(), ": has ", tops, " tops but ", shapes,
+                    " input_param shapes; give one shape for every top, or one per top");
+    for (int i = 0; i < tops; ++i) {
+      const BlobShape& shape = p.shape(shapes == 1 ? 0 : i);
+      for (int64_t d : shape.dim())
+        CORTADO_REQUIRE(d >= 0 && d <= INT32_MAX, Describe(), ": input_param shape of top '", param_.top(i),
+                        "' has dim ", d, "; dims must be between 0 and ", INT32_MAX);
+      top[i]->Reshape(shape);
+    }
   }
   // The shapes are the caller's once set up; nothing to recompute.
   void Reshape(const BlobVec&, const BlobVec&) override {}

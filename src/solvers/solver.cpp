@@ -6,10 +6,15 @@
 
 #include <glog/logging.h>
 
+#include <unistd.h>  // access
+
+#include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <iomanip>
+#include <set>
 #include <sstream>
 
 #include "cortado/batch_pipeline.hpp"  // RecordSeed
@@ -167,7 +172,7 @@ void Solver::JoinRanks() {
 }
 
 float Solver::AgreeOnIteration(float loss) {
-  double values[3] = {loss, double{stop_requested_}, double{snapshot_requested_}};
+  double values[3] = {loss, static_cast<double>(stop_requested_), static_cast<double>(snapshot_requested_)};
   ranks_->SumOnHost(values, 3);
   if (values[2] > 0) snapshot_requested_ = 0;  // this iteration's agreement takes the request
   stop_agreed_ = values[1] > 0;
@@ -195,6 +200,12 @@ size_t Solver::PlanMemory(const SolverParameter& param, const std::string& solve
 }
 
 void Solver::BuildAndPlan(MemoryPlan& plan, bool cuda_graph) {
+  CORTADO_REQUIRE(param_.max_iter() >= 0, solver_path_, ": max_iter is ", param_.max_iter(),
+                  "; it is the iteration training stops at and cannot be negative");
+  for (int i = 0; i < param_.test_iter_size(); ++i)
+    CORTADO_REQUIRE(param_.test_iter(i) > 0, solver_path_, ": test_iter is ", param_.test_iter(i),
+                    param_.test_iter_size() > 1 ? " for test net #" + std::to_string(i) : std::string(),
+                    "; it is the number of batches each test runs and must be positive");
   rule_ = UpdateRule::Create(param_);
   LearningRate(param_, 0);  // validates the policy and its fields before any work
   if (ctx_.device() == Device::kGPU) {
@@ -273,6 +284,8 @@ void Solver::InitTestNets() {
     }
   }
   const int n = static_cast<int>(sources.size());
+  if (n == 0 && param_.test_interval() > 0 && (param_.has_net() || param_.has_net_param()))
+    RefuseUntestedTestLayers(param_.has_net_param() ? param_.net_param() : ReadNetParameter(param_.net()));
   CORTADO_REQUIRE(param_.test_iter_size() == n || (n == 0 && param_.test_iter_size() == 0),
                   solver_path_, ": ", n, " test net(s) but ", param_.test_iter_size(),
                   " test_iter value(s); give one test_iter per test net");
@@ -291,7 +304,48 @@ void Solver::InitTestNets() {
   last_test_scores_.resize(n);
 }
 
+// test_interval with a net that has TEST-phase layers but no test_iter: Caffe builds no test net and
+// never tests, silently. Say so instead.
+void Solver::RefuseUntestedTestLayers(const NetParameter& net) const {
+  auto layers_in = [&net](Phase phase) {
+    NetParameter filtered(net);
+    filtered.mutable_state()->set_phase(phase);
+    const NetParameter kept = Net::FilterByState(filtered);
+    std::set<std::string> names;
+    for (const auto& layer : kept.layer()) names.insert(layer.name());
+    return names;
+  };
+  const std::set<std::string> train = layers_in(TRAIN);
+  std::string test_only;
+  int count = 0;
+  for (const std::string& name : layers_in(TEST)) {
+    if (train.count(name)) continue;
+    if (++count <= 3) test_only += (test_only.empty() ? "" : ", ") + name;
+  }
+  if (count == 0) return;
+  Fail(solver_path_, ": test_interval is ", param_.test_interval(), " but no test_iter is given, so the net's ",
+       count, " TEST-phase layer", count == 1 ? "" : "s", " (", test_only, count > 3 ? ", ..." : "",
+       ") would never run; add test_iter: N (the batches each test runs) or remove test_interval");
+}
+
+// Snapshots go to snapshot_prefix's directory (the solver's own when there is no prefix): a directory
+// that is missing or not writable is reported now, not after the training.
+void Solver::CheckSnapshotDirectory() const {
+  const std::filesystem::path prefix(SnapshotFilename(""));
+  std::filesystem::path dir = prefix.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string where = param_.snapshot_prefix().empty()
+                                ? "snapshots go beside the solver (no snapshot_prefix), in '" + dir.string() + "'"
+                                : "snapshot_prefix '" + param_.snapshot_prefix() + "'";
+  std::error_code ec;
+  CORTADO_REQUIRE(std::filesystem::is_directory(dir, ec), solver_path_, ": ", where, ": directory '", dir.string(),
+                  "' does not exist; create it first");
+  CORTADO_REQUIRE(::access(dir.c_str(), W_OK | X_OK) == 0, solver_path_, ": ", where, ": cannot write in directory '",
+                  dir.string(), "': ", std::strerror(errno));
+}
+
 void Solver::Solve(const std::string& resume_file) {
+  if (is_root()) CheckSnapshotDirectory();
   LOG(INFO) << "Solving " << net_->name();
   LOG(INFO) << "Learning Rate Policy: " << param_.lr_policy();
   if (!resume_file.empty()) {
@@ -623,6 +677,8 @@ void Solver::Restore(const std::string& path) {
   } else {
     ReadProtoFromBinaryFile(path, &state);
   }
+  CORTADO_REQUIRE(state.iter() >= 0, path, ": iter is ", state.iter(), "; a snapshot's iteration is never negative "
+                  "(a damaged or hand-edited solver state?)");
   iter_ = state.iter();
   if (state.has_learned_net()) {
     std::string model = state.learned_net();

@@ -6,6 +6,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <string>
 #include <vector>
 
 #include "cortado/error.hpp"
@@ -51,10 +52,17 @@ bool BuiltWithImageSupport() { return true; }
 
 void DecodeDatum(const Datum& encoded, ColorMode mode, Datum* decoded) {
   const std::string& bytes = encoded.data();
+  CORTADO_REQUIRE(!bytes.empty(), "the record is marked encoded but holds no image bytes");
   const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
-  const cv::Mat image = cv::imdecode(buffer, ImreadFlag(mode));
-  CORTADO_REQUIRE(!image.empty() && image.depth() == CV_8U, "an encoded record (", bytes.size(),
-                  " bytes) is not a JPEG or PNG image OpenCV can decode");
+  cv::Mat image;
+  std::string reason;
+  try {
+    image = cv::imdecode(buffer, ImreadFlag(mode));
+  } catch (const cv::Exception& e) {  // some damaged images make OpenCV's decoders throw
+    reason = ": " + e.err;
+  }
+  CORTADO_REQUIRE(!image.empty() && image.depth() == CV_8U, "the encoded image (", bytes.size(),
+                  " bytes) is not a JPEG or PNG image OpenCV can decode (damaged or of another format)", reason);
   StorePixels(image, decoded);
   decoded->set_label(encoded.label());
 }
