@@ -23,6 +23,13 @@ class LayerRegistry {
   static std::unique_ptr<Layer> Create(const LayerParameter& param, Context& ctx);
   static std::vector<std::string> Types();  // sorted
   static bool Has(const std::string& type);
+  // Why `type` cannot be built: for a Caffe fork's type (SSD's PriorBox, the BN forks' BN, ...)
+  // "type 'PriorBox' is not a Cortado layer; it comes from a Caffe fork: SSD (weiliu89/caffe)", with
+  // what to use instead where Cortado has something; otherwise "unknown layer type X (known types:
+  // ...)" with the closest known type.
+  static std::string UnknownTypeMessage(const std::string& type);
+  // Whether `type` is one of the Caffe forks' types UnknownTypeMessage knows.
+  static bool IsForeign(const std::string& type);
 };
 
 struct LayerRegistration {

@@ -14,10 +14,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 #include <string_view>
+#include <vector>
 
+#include "cortado/cortado.pb.h"
 #include "cortado/error.hpp"
+#include "cortado/layer_registry.hpp"
 
 namespace cortado {
 
@@ -83,11 +87,45 @@ std::string DescribeParseError(const std::string& text, const std::string& name,
   return out.str();
 }
 
+// The layers (a net's, a solver's net_param's) whose type Cortado does not build: the first is an
+// Error naming the file, the layer and its line. With `any_unknown`, every unknown type counts (the
+// parse failed, and a type nobody knows is the likeliest reason); without, only the Caffe forks' types
+// (LayerRegistry::IsForeign), since a type Cortado lacks may still be read, upgraded and written.
+void CheckLayerTypes(const pb::Message& message, const pb::TextFormat::ParseInfoTree* locations,
+                     const std::string& name, bool any_unknown) {
+  const pb::Reflection* reflection = message.GetReflection();
+  std::vector<const pb::FieldDescriptor*> fields;
+  reflection->ListFields(message, &fields);
+  for (const pb::FieldDescriptor* field : fields) {
+    if (field->cpp_type() != pb::FieldDescriptor::CPPTYPE_MESSAGE) continue;
+    const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const int index = field->is_repeated() ? i : -1;
+      const pb::Message& child =
+          field->is_repeated() ? reflection->GetRepeatedMessage(message, field, i) : reflection->GetMessage(message, field);
+      if (child.GetDescriptor() == LayerParameter::descriptor()) {
+        const auto& layer = static_cast<const LayerParameter&>(child);
+        if (layer.type().empty() || LayerRegistry::Has(layer.type())) continue;
+        if (!any_unknown && !LayerRegistry::IsForeign(layer.type())) continue;
+        const int line = locations != nullptr ? locations->GetLocation(field, index).line : -1;
+        Fail(name, ": layer ", layer.name(), line >= 0 ? " (line " + std::to_string(line + 1) + ")" : "", ": ",
+             LayerRegistry::UnknownTypeMessage(layer.type()));
+      }
+      CheckLayerTypes(child, locations != nullptr ? locations->GetTreeForNested(field, index) : nullptr, name,
+                      any_unknown);
+    }
+  }
+}
+
 std::string ReadWholeFile(const std::string& path) {
   // An ifstream opens a directory and reads it as empty; say what is wrong instead.
   std::error_code ec;
-  CORTADO_REQUIRE(!std::filesystem::is_directory(path, ec), "cannot read '", path,
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  CORTADO_REQUIRE(!std::filesystem::is_directory(status), "cannot read '", path,
                   "': it is a directory; give the path of a file");
+  // A device (/dev/zero, /dev/urandom) would be read for ever; a pipe (/dev/stdin) ends.
+  CORTADO_REQUIRE(!std::filesystem::is_character_file(status) && !std::filesystem::is_block_file(status),
+                  "cannot read '", path, "': it is a device, not a file");
   std::ifstream in(path, std::ios::binary);
   CORTADO_REQUIRE(in.good(), "cannot open '", path, "': ", std::strerror(errno));
   std::ostringstream contents;
@@ -149,10 +187,25 @@ void ReadProtoFromTextString(const std::string& text, pb::Message* message,
   FirstErrorCollector errors;
   pb::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
-  if (!parser.ParseFromString(text, message)) {
-    Fail(errors.seen() ? DescribeParseError(text, name_for_errors, errors)
-                       : name_for_errors + ": cannot parse as " + message->GetTypeName());
+  pb::TextFormat::ParseInfoTree locations;
+  parser.WriteLocationsTo(&locations);
+  if (parser.ParseFromString(text, message)) {
+    CheckLayerTypes(*message, &locations, name_for_errors, false);
+    return;
   }
+  // A Caffe fork's layer (SSD's PriorBox with its prior_box_param) fails first on its parameter field.
+  // Parsed again with unknown fields allowed, the error can name the layer and say that its type is
+  // the problem.
+  std::unique_ptr<pb::Message> lenient(message->New());
+  FirstErrorCollector ignored;
+  pb::TextFormat::Parser relaxed;
+  relaxed.RecordErrorsTo(&ignored);
+  relaxed.AllowUnknownField(true);
+  pb::TextFormat::ParseInfoTree lenient_locations;
+  relaxed.WriteLocationsTo(&lenient_locations);
+  if (relaxed.ParseFromString(text, lenient.get())) CheckLayerTypes(*lenient, &lenient_locations, name_for_errors, true);
+  Fail(errors.seen() ? DescribeParseError(text, name_for_errors, errors)
+                     : name_for_errors + ": cannot parse as " + message->GetTypeName());
 }
 
 void ReadProtoFromTextFile(const std::string& path, pb::Message* message) {

@@ -84,6 +84,15 @@ TEST(Prototxt, MissingFileIsAnError) {
   EXPECT_THROW(ReadProtoFromTextFile("/nonexistent/net.prototxt", &param), Error);
 }
 
+// /dev/zero would be read for ever (a path a damaged .solverstate's learned_net could name).
+TEST(Prototxt, ADeviceIsRefusedNotReadForEver) {
+  NetParameter param;
+  EXPECT_EQ(ErrorOf([&] { ReadProtoFromTextFile("/dev/zero", &param); }),
+            "cannot read '/dev/zero': it is a device, not a file");
+  EXPECT_EQ(ErrorOf([&] { ReadProtoFromBinaryFile("/dev/urandom", &param); }),
+            "cannot read '/dev/urandom': it is a device, not a file");
+}
+
 TEST(BinaryProto, RoundTripAboveSixtyFourMiB) {
   // A NetParameter with one 80 MiB blob: protobuf's default limit would refuse to read it.
   NetParameter param;
