@@ -11,17 +11,20 @@
 #include <utility>
 #include <vector>
 
-#include "cortado/error.hpp"  // Fail
+#include "cortado/child_process.hpp"  // RunInChildProcess, InChildProcess
+#include "cortado/error.hpp"          // Fail
 
 namespace cortado::hdf5 {
 
 // ---- sessions, handles, errors -------------------------------------------------------------------
 
 // Held by every entry point: one lock (libhdf5 is usually built without thread safety), and
-// libhdf5's automatic error printing turned off (restored afterwards).
+// libhdf5's automatic error printing turned off (restored afterwards). In a reading child process
+// (ReadInChild) the lock is not taken: the parent holds it across the fork.
 class Session {
  public:
-  Session() : lock_(Mutex()) {
+  Session() : lock_(Mutex(), std::defer_lock) {
+    if (!InChildProcess()) lock_.lock();
     H5Eget_auto2(H5E_DEFAULT, &saved_func_, &saved_data_);
     H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
   }
@@ -32,15 +35,26 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
- private:
   static std::mutex& Mutex() {
     static std::mutex mutex;
     return mutex;
   }
-  std::lock_guard<std::mutex> lock_;
+
+ private:
+  std::unique_lock<std::mutex> lock_;
   H5E_auto2_t saved_func_ = nullptr;
   void* saved_data_ = nullptr;
 };
+
+// Runs a read of the file at `path` (a function returning its result as bytes) in a child process
+// (child_process.hpp), so that libhdf5 crashing on a damaged file is an Error naming it. The session
+// lock is held across the fork: no libhdf5 call of another thread is half done in the child.
+template <typename Read>
+std::string ReadInChild(const std::string& path, const Read& read) {
+  std::lock_guard<std::mutex> lock(Session::Mutex());
+  return RunInChildProcess(read, "cannot read '" + path + "': libhdf5 crashed reading it (a damaged or cut-short "
+                                 "HDF5 file?)");
+}
 
 // An hid_t closed by Close when it goes out of scope.
 template <herr_t (*Close)(hid_t)>
@@ -204,6 +218,14 @@ std::vector<T> ReadArray(hid_t dataset, const std::string& full_name, const Wher
   std::vector<hsize_t> shape(static_cast<size_t>(rank));
   where.Check(H5Sget_simple_extent_dims(space.get(), shape.data(), nullptr), what);
   const hssize_t count = where.Check(H5Sget_simple_extent_npoints(space.get()), what);
+  // Caffe's limit, and the file's own promise: an uncompressed dataset holds its values in the file.
+  if (count > INT32_MAX) where.Fail(full_name + " has " + std::to_string(count) + " values, more than 2^31 - 1");
+  PlistHandle create(where.Check(H5Dget_create_plist(dataset), what));
+  const size_t value_bytes = H5Tget_size(type.get());
+  const hsize_t stored = H5Dget_storage_size(dataset);
+  if (H5Pget_nfilters(create.get()) == 0 && stored < static_cast<hsize_t>(count) * value_bytes)
+    where.Fail(full_name + " claims " + std::to_string(count) + " values but the file stores " +
+               std::to_string(stored) + " bytes of them");
   std::vector<T> values(static_cast<size_t>(count));
   if (count > 0)
     where.Check(H5Dread(dataset, ElementType<T>::memory(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),

@@ -264,6 +264,57 @@ void ReadExtraFields(hid_t file, SolverState* state, const Where& where) {
   }
 }
 
+// The readers proper, run in a child process by the public functions below.
+NetParameter ReadNetInThisProcess(const std::string& path) {
+  Session session;
+  const Where where{"read", path};
+  FileHandle file = OpenForReading(path, where);
+  std::vector<LayerRead> layers;
+  {
+    GroupHandle data = OpenGroup(file.get(), "data", "/data", where);
+    ReadLayerGroups(data.get(), "", "/data", where, &layers);
+  }
+  if (Exists(file.get(), "diff")) {
+    GroupHandle diff = OpenGroup(file.get(), "diff", "/diff", where);
+    std::vector<LayerRead> diffs;
+    ReadLayerGroups(diff.get(), "", "/diff", where, &diffs);
+    MergeDiffs(std::move(diffs), &layers, where);
+  }
+  NetParameter net;
+  for (LayerRead& layer : layers) {
+    LayerParameter* param = net.add_layer();
+    param->set_name(layer.name);
+    for (BlobProto& blob : layer.blobs) param->add_blobs()->Swap(&blob);
+  }
+  return net;
+}
+
+SolverState ReadStateInThisProcess(const std::string& path) {
+  Session session;
+  const Where where{"read", path};
+  FileHandle file = OpenForReading(path, where);
+  SolverState state;
+  state.set_iter(ReadInt(file.get(), "iter", where));
+  if (Exists(file.get(), "learned_net")) state.set_learned_net(ReadString(file.get(), "learned_net", where));
+  if (Exists(file.get(), "current_step")) state.set_current_step(ReadInt(file.get(), "current_step", where));
+  GroupHandle history = OpenGroup(file.get(), "history", "/history", where);
+  const std::vector<std::string> names = ChildNames(history.get(), "/history", where);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string index = std::to_string(i), full_name = "/history/" + index;
+    if (!Exists(history.get(), index))
+      where.Fail("/history holds " + std::to_string(names.size()) + " entries but no " + full_name);
+    DatasetHandle dataset = OpenDataset(history.get(), index, full_name, where);
+    std::vector<hsize_t> dims;
+    const std::vector<float> values = ReadArray<float>(dataset.get(), full_name, where, &dims);
+    BlobProto* blob = state.add_history();
+    blob->mutable_shape();
+    for (hsize_t d : dims) blob->mutable_shape()->add_dim(static_cast<int64_t>(d));
+    blob->mutable_data()->Add(values.begin(), values.end());
+  }
+  ReadExtraFields(file.get(), &state, where);
+  return state;
+}
+
 }  // namespace
 
 // ---- the API -------------------------------------------------------------------------------------
@@ -302,27 +353,17 @@ void WriteNetParameterToHdf5(const NetParameter& net, const std::string& path) {
 }
 
 NetParameter ReadNetParameterFromHdf5(const std::string& path) {
-  Session session;
-  const Where where{"read", path};
-  FileHandle file = OpenForReading(path, where);
-  std::vector<LayerRead> layers;
-  {
-    GroupHandle data = OpenGroup(file.get(), "data", "/data", where);
-    ReadLayerGroups(data.get(), "", "/data", where, &layers);
-  }
-  if (Exists(file.get(), "diff")) {
-    GroupHandle diff = OpenGroup(file.get(), "diff", "/diff", where);
-    std::vector<LayerRead> diffs;
-    ReadLayerGroups(diff.get(), "", "/diff", where, &diffs);
-    MergeDiffs(std::move(diffs), &layers, where);
-  }
   NetParameter net;
-  for (LayerRead& layer : layers) {
-    LayerParameter* param = net.add_layer();
-    param->set_name(layer.name);
-    for (BlobProto& blob : layer.blobs) param->add_blobs()->Swap(&blob);
-  }
+  const std::string bytes = ReadInChild(path, [&] { return ReadNetInThisProcess(path).SerializeAsString(); });
+  CORTADO_REQUIRE(net.ParseFromString(bytes), "cannot read '", path, "': its weights exceed 2 GiB");
   return net;
+}
+
+SolverState ReadSolverStateFromHdf5(const std::string& path) {
+  SolverState state;
+  const std::string bytes = ReadInChild(path, [&] { return ReadStateInThisProcess(path).SerializeAsString(); });
+  CORTADO_REQUIRE(state.ParseFromString(bytes), "cannot read '", path, "': its state exceeds 2 GiB");
+  return state;
 }
 
 void WriteSolverStateToHdf5(const SolverState& state, const std::string& path) {
@@ -345,32 +386,6 @@ void WriteSolverStateToHdf5(const SolverState& state, const std::string& path) {
       WriteExtraFields(file, state, where);
     });
   });
-}
-
-SolverState ReadSolverStateFromHdf5(const std::string& path) {
-  Session session;
-  const Where where{"read", path};
-  FileHandle file = OpenForReading(path, where);
-  SolverState state;
-  state.set_iter(ReadInt(file.get(), "iter", where));
-  if (Exists(file.get(), "learned_net")) state.set_learned_net(ReadString(file.get(), "learned_net", where));
-  if (Exists(file.get(), "current_step")) state.set_current_step(ReadInt(file.get(), "current_step", where));
-  GroupHandle history = OpenGroup(file.get(), "history", "/history", where);
-  const std::vector<std::string> names = ChildNames(history.get(), "/history", where);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const std::string index = std::to_string(i), full_name = "/history/" + index;
-    if (!Exists(history.get(), index))
-      where.Fail("/history holds " + std::to_string(names.size()) + " entries but no " + full_name);
-    DatasetHandle dataset = OpenDataset(history.get(), index, full_name, where);
-    std::vector<hsize_t> dims;
-    const std::vector<float> values = ReadArray<float>(dataset.get(), full_name, where, &dims);
-    BlobProto* blob = state.add_history();
-    blob->mutable_shape();
-    for (hsize_t d : dims) blob->mutable_shape()->add_dim(static_cast<int64_t>(d));
-    blob->mutable_data()->Add(values.begin(), values.end());
-  }
-  ReadExtraFields(file.get(), &state, where);
-  return state;
 }
 
 }  // namespace cortado
