@@ -131,7 +131,7 @@ class ConvolutionLayer : public Layer {
     }
     // Chunks of about kChunkFloats column floats, balanced; the whole batch's columns are kept for
     // backward when they fit in kKeepFloats.
-    const int64_t per_image = geom_.col_rows() * geom_.out_size();
+    const int64_t per_image = std::max<int64_t>(geom_.col_rows() * geom_.out_size(), 1);  // 0 for an empty input
     const int64_t batch = std::max(num_, 1);
     const int64_t max_chunk = std::max<int64_t>(1, std::min<int64_t>(batch, kChunkFloats / per_image));
     const int64_t chunks = (batch + max_chunk - 1) / max_chunk;
@@ -345,7 +345,7 @@ class ConvolutionLayer : public Layer {
   Chunk ChunkAt(int c, int t) {
     const int n0 = c * chunk_;
     const int images = std::min(chunk_, num_ - n0);
-    const int64_t per_image = geom_.col_rows() * geom_.out_size();
+    const int64_t per_image = std::max<int64_t>(geom_.col_rows() * geom_.out_size(), 1);  // 0 for an empty input
     float* col = col_->data() + (keep_cols_ ? n0 * per_image : t * chunk_ * per_image);
     return {n0, images, static_cast<int>(images * geom_.out_size()), col,
             product_->data() + t * chunk_product_};

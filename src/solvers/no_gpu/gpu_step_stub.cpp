@@ -6,6 +6,7 @@
 namespace cortado {
 
 struct GpuStepper::Graphs {};
+struct GpuStepper::Poll {};
 
 namespace {
 [[noreturn]] void NoCuda() { Fail("this build of Cortado has no GPU support (rebuild with the CUDA toolkit)"); }
@@ -24,5 +25,6 @@ void GpuStepper::ResetLossAverage() { NoCuda(); }
 float GpuStepper::SmoothedLoss() { NoCuda(); }
 float GpuStepper::GradientNorm() { NoCuda(); }
 int GpuStepper::FirstNonFiniteIteration() { NoCuda(); }
+int GpuStepper::PolledNonFiniteIteration() const { NoCuda(); }
 
 }  // namespace cortado
