@@ -22,6 +22,7 @@ group python python3-numpy python3-torch  # scripts/bench and tests, through /us
 group hdf5   libhdf5-dev hdf5-tools python3-h5py  # HDF5 snapshots; tests write Caffe-layout files with h5py
 group mpi    openmpi-bin libopenmpi-dev   # data-parallel training under mpirun (libopenmpi-dev does not pull in mpirun)
 group opencv libopencv-dev python3-opencv  # image decoding (encoded Datums, ImageData, convert_imageset); tests load Cortado's .caffemodel with OpenCV's dnn module
+group fuzz   clang libclang-rt-14-dev libomp-14-dev llvm-14  # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes, clang's OpenMP, llvm-symbolizer
 
 # ---- what is missing --------------------------------------------------------------------------
 # A package counts as present when it is installed or an installed package provides it (e.g. the

@@ -1,0 +1,54 @@
+// fuzz_util.hpp — what the fuzz harnesses share (fuzz/README.md).
+//
+// Each harness is one LLVMFuzzerTestOneInput that feeds its bytes to the code a user's file of that
+// kind reaches, as the tools do. An input may be refused with a cortado::Error (a user's mistake,
+// reported as one line): that is the expected answer to a bad file. Anything else — a signal, an abort
+// (a CHECK, an LMDB assertion), another exception escaping, a sanitizer report — is a finding.
+//
+// The harness process works in a fresh temporary directory of its own (under /dev/shm when it can),
+// which is its working directory, so the files the inputs make or name never land anywhere else.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+#include "cortado/cortado.pb.h"
+#include "cortado/data.hpp"
+
+namespace cortado::fuzz {
+
+// Quiet logging (glog's FATAL only), one CPU thread, and the working directory; once per process.
+// Returns that directory.
+const std::string& Setup();
+
+// Runs body; returns 0 when it returned or threw cortado::Error (printed when the environment sets
+// CORTADO_FUZZ_VERBOSE). Any other exception escapes, which ends the process: a finding.
+int Run(const std::function<void()>& body);
+
+// Writes the bytes to <work directory>/<name> (replacing it) and returns the path.
+std::string WriteInput(const std::string& name, const uint8_t* data, size_t size);
+std::string WriteInput(const std::string& name, const std::string& bytes);
+
+// Empties <work directory>/<name> (a folder for one input's files) and returns its path.
+std::string FreshFolder(const std::string& name);
+
+// A small trainable net, fuzz/small_net.prototxt: DummyData "data" (2×1×6×6) and "label" (2),
+// Convolution "conv", BatchNorm "bn", Scale "scale", ReLU "relu", InnerProduct "ip", SoftmaxWithLoss
+// "loss". Its file's path is SmallNetPath().
+NetParameter SmallNet();
+std::string SmallNetPath();
+
+// A solver of SmallNet (SGD, momentum 0.9, CPU) restored from the snapshot state at `path` (binary, or
+// HDF5 for a name ending in .h5), as trainer train --snapshot does, then trained one iteration.
+void RestoreAndStep(const std::string& path);
+
+// Reads every record of `records` (up to 4096) and parses it as a Datum, as the Data layer's workers do.
+void ParseEveryRecord(const RecordSource& records);
+
+// Whether a net parsed from an input may be run: it must write no files (HDF5Output) and read no
+// data the harness does not control (a Python layer would be refused anyway).
+bool SafeToRun(const NetParameter& net);
+
+}  // namespace cortado::fuzz

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# fuzz.sh — the sanitizer and fuzzing leg (fuzz/README.md). Installs what is missing, builds
+# build-fuzz/ with clang, AddressSanitizer, UBSan and libFuzzer's coverage (CPU only), then:
+#   1. runs the sanitizer subset of the test suite under ASan and UBSan ($SANITIZER_TESTS, a CTest
+#      regex: the tests of everything that reads a user's file, the tools end to end, and the fuzz
+#      replays of every seed and regression input);
+#   2. fuzzes each harness for --seconds (default 20) from its seeds in fuzz/corpus/ (new inputs go
+#      to build-fuzz/corpus/, never into the checkout); a finding is saved as
+#      build-fuzz/findings/<harness>/crash-* (or leak-, timeout-, oom-) and fails the run.
+# Ends with a table: per harness, executions, coverage (libFuzzer's cov and ft), corpus size and
+# findings; the last line is "fuzz.sh: N harnesses, N findings, sanitizer tests: passed|failed|skipped".
+#
+# Usage: scripts/fuzz.sh [--seconds N] [--jobs N] [--no-tests] [--make-seeds] [HARNESS...]
+#   HARNESS       only these (e.g. lmdb net_prototxt); default every fuzz/*_fuzzer.cpp
+#   --jobs N      harnesses fuzzed at once (default: the number of cores)
+#   --no-tests    skip step 1
+#   --make-seeds  rewrite the generated seeds in fuzz/corpus/ (fuzz_make_seeds) and stop
+# Environment: CORTADO_FUZZ_BUILD_DIR (default build-fuzz/).
+set -euo pipefail
+# shellcheck source=scripts/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+cd "$REPO_ROOT"
+
+SANITIZER_TESTS='^(FuzzReplay|Mistakes|BadInput|Lmdb|Leveldb|Prototxt|Upgrade|Hdf5|Transformer|ConvertMnistData|ConvertImageset|ComputeImageMean|ExtractFeatures|ImageData|DataLayer|Net|Solver|Resume|TrainerCli)\.'
+
+seconds=20 jobs=$JOBS run_tests=1 make_seeds=0 only=()
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    --jobs) jobs="$2"; shift 2 ;;
+    --no-tests) run_tests=0; shift ;;
+    --make-seeds) make_seeds=1; shift ;;
+    -*) die "unknown option $1 (see the head of scripts/fuzz.sh)" ;;
+    *) only+=("$1"); shift ;;
+  esac
+done
+
+"$REPO_ROOT/scripts/install_deps.sh"
+
+# ---- build ------------------------------------------------------------------------------------
+FUZZ_DIR="${CORTADO_FUZZ_BUILD_DIR:-$REPO_ROOT/build-fuzz}"
+log "configuring $FUZZ_DIR (clang, ASan, UBSan, libFuzzer)"
+mkdir -p "$FUZZ_DIR"
+# Only the test files of the sanitizer subset are built: the layers' numerics and the GPU comparisons
+# are the ordinary build's (scripts/test.sh), and CI's time is better spent fuzzing.
+CC=clang CXX=clang++ cmake -S "$REPO_ROOT" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Release -DCORTADO_USE_CUDA=OFF \
+  -DCORTADO_USE_MPI=OFF -DCORTADO_SANITIZE=ON -DCORTADO_FUZZ=ON \
+  -DCORTADO_TEST_FILTER="/tests/(core|data|io|net|solvers|tools)/" >"$FUZZ_DIR/configure.log" 2>&1 ||
+  { cat "$FUZZ_DIR/configure.log"; die "configuring $FUZZ_DIR failed"; }
+log "cmake --build $FUZZ_DIR -j$JOBS"
+cmake --build "$FUZZ_DIR" -j"$JOBS"
+
+if ((make_seeds)); then
+  "$FUZZ_DIR/fuzz/fuzz_make_seeds" "$REPO_ROOT"
+  exit 0
+fi
+
+# Any sanitizer report ends the process with an error; a leak is a finding too. Third-party
+# libraries' own leaks at exit are listed in fuzz/lsan.supp.
+export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:allow_user_segv_handler=1:handle_segv=1:handle_sigbus=1"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export LSAN_OPTIONS="suppressions=$REPO_ROOT/fuzz/lsan.supp:print_suppressions=0"
+
+# ---- 1. the sanitizer subset of the test suite -------------------------------------------------
+tests_result=skipped
+if ((run_tests)); then
+  log "sanitizer tests: ctest -R '$SANITIZER_TESTS'"
+  if ctest --test-dir "$FUZZ_DIR" --output-on-failure -j"$JOBS" -R "$SANITIZER_TESTS" 2>&1 |
+       tee "$FUZZ_DIR/sanitizer_tests.log" | grep -E '^(\s*[0-9]+/[0-9]+ Test|[0-9]+% tests passed|The following tests)' ; then
+    :
+  fi
+  if grep -qE '^100% tests passed' "$FUZZ_DIR/sanitizer_tests.log"; then
+    tests_result=passed
+  else
+    tests_result=failed
+  fi
+fi
+
+# ---- 2. fuzzing ---------------------------------------------------------------------------------
+harnesses=()
+if [[ ${#only[@]} -gt 0 ]]; then
+  harnesses=("${only[@]}")
+else
+  for source in fuzz/*_fuzzer.cpp; do
+    name="$(basename "$source" .cpp)"
+    harnesses+=("${name%_fuzzer}")
+  done
+fi
+
+fuzz_one() {  # fuzz_one HARNESS: fuzzes it for $seconds; its log is build-fuzz/logs/HARNESS.log
+  local harness="$1"
+  local corpus="$FUZZ_DIR/corpus/$harness" findings="$FUZZ_DIR/findings/$harness"
+  mkdir -p "$corpus" "$findings" "$FUZZ_DIR/logs"
+  local inputs=("$corpus" "$REPO_ROOT/fuzz/corpus/$harness")
+  [[ -d "$REPO_ROOT/fuzz/regressions/$harness" ]] && inputs+=("$REPO_ROOT/fuzz/regressions/$harness")
+  "$FUZZ_DIR/fuzz/${harness}_fuzzer" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560 \
+    -artifact_prefix="$findings/" -print_final_stats=1 "${inputs[@]}" >"$FUZZ_DIR/logs/$harness.log" 2>&1 || true
+}
+export -f fuzz_one
+export FUZZ_DIR REPO_ROOT seconds
+
+log "fuzzing ${#harnesses[@]} harnesses for ${seconds}s each, $jobs at a time"
+rm -rf "$FUZZ_DIR/findings"
+printf '%s\n' "${harnesses[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one {}'
+
+# ---- summary ------------------------------------------------------------------------------------
+printf '\n%-18s %12s %8s %8s %8s %9s\n' harness executions cov ft corpus findings
+total_findings=0
+for harness in "${harnesses[@]}"; do
+  log_file="$FUZZ_DIR/logs/$harness.log"
+  runs=$(grep -oE 'stat::number_of_executed_units: [0-9]+' "$log_file" | tail -n 1 | grep -oE '[0-9]+$' || echo "?")
+  done_line=$(grep -E '^#[0-9]+\s+(DONE|INITED|pulse|NEW|REDUCE)' "$log_file" | tail -n 1 || true)
+  cov=$(grep -oE 'cov: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
+  ft=$(grep -oE 'ft: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
+  corp=$(grep -oE 'corp: [0-9]+' <<<"$done_line" | grep -oE '[0-9]+' || echo "?")
+  found=$(find "$FUZZ_DIR/findings/$harness" -type f 2>/dev/null | wc -l)
+  total_findings=$((total_findings + found))
+  printf '%-18s %12s %8s %8s %8s %9s\n' "$harness" "$runs" "$cov" "$ft" "$corp" "$found"
+  if ((found > 0)); then
+    grep -m1 -E 'ERROR: |==[0-9]+==|Check failed|runtime error' "$log_file" | sed 's/^/    /' || true
+    find "$FUZZ_DIR/findings/$harness" -type f | sed 's/^/    saved: /'
+  fi
+done
+printf 'fuzz.sh: %d harnesses, %d findings, sanitizer tests: %s\n' "${#harnesses[@]}" "$total_findings" "$tests_result"
+[[ "$tests_result" != failed && $total_findings -eq 0 ]]
