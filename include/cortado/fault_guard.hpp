@@ -2,8 +2,9 @@
 // answer instead of the end of the process.
 //
 // LMDB reads its database through a memory map and trusts every byte of it: a page cut short raises
-// SIGBUS when touched, a damaged page pointer can raise SIGSEGV, and LMDB's own assertions abort.
-// RunFaultGuarded runs a function with those three turned into a return value, for this thread only;
+// SIGBUS when touched, a damaged page pointer can raise SIGSEGV, a page size of 0 SIGFPE, and LMDB's
+// own assertions abort. RunFaultGuarded runs a function with those turned into a return value, for
+// this thread only;
 // a fault in any other thread, or outside a guarded call, reaches whatever handled it before (the
 // default action, AddressSanitizer's or libFuzzer's report).
 //
@@ -16,8 +17,8 @@
 
 namespace cortado {
 
-// Runs fn(arg). Returns "" when fn returned; when fn raised SIGSEGV or SIGBUS in this thread, or
-// called FaultGuardAbort, returns what happened ("SIGBUS at address 0x7f..." or the abort's message).
+// Runs fn(arg). Returns "" when fn returned; when fn raised SIGSEGV, SIGBUS or SIGFPE in this thread,
+// or called FaultGuardAbort, returns what happened ("SIGBUS at address 0x7f..." or the abort's message).
 // An exception thrown by fn passes through unchanged. Guards nest.
 std::string RunFaultGuarded(void (*fn)(void*), void* arg);
 

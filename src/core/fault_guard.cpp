@@ -1,6 +1,6 @@
-// fault_guard.cpp — RunFaultGuarded: one process-wide SIGSEGV/SIGBUS handler, installed at the first
-// guarded call, that jumps back to the guarded call of the faulting thread, or hands the signal on to
-// the handler that was there before.
+// fault_guard.cpp — RunFaultGuarded: one process-wide handler of SIGSEGV, SIGBUS and SIGFPE, installed
+// at the first guarded call, that jumps back to the guarded call of the faulting thread, or hands the
+// signal on to the handler that was there before.
 #include "cortado/fault_guard.hpp"
 
 #include <setjmp.h>
@@ -22,6 +22,7 @@ struct Guard {
 thread_local Guard* t_guard = nullptr;
 struct sigaction g_previous_segv {};
 struct sigaction g_previous_bus {};
+struct sigaction g_previous_fpe {};
 
 // "<name> at address 0x<hex>" into out, with no library call (this runs in a signal handler).
 void Describe(const char* name, const void* address, char* out, size_t size) {
@@ -46,11 +47,12 @@ void OnFault(int sig, siginfo_t* info, void* context) {
   Guard* guard = t_guard;
   if (guard != nullptr) {
     t_guard = nullptr;
-    Describe(sig == SIGBUS ? "SIGBUS" : "SIGSEGV", info->si_addr, guard->what, sizeof guard->what);
+    Describe(sig == SIGBUS ? "SIGBUS" : sig == SIGFPE ? "SIGFPE" : "SIGSEGV", info->si_addr, guard->what,
+             sizeof guard->what);
     siglongjmp(guard->jump, 1);
   }
   // Not a guarded read: whoever handled the signal before us decides (a sanitizer's report, say).
-  const struct sigaction& previous = sig == SIGBUS ? g_previous_bus : g_previous_segv;
+  const struct sigaction& previous = sig == SIGBUS ? g_previous_bus : sig == SIGFPE ? g_previous_fpe : g_previous_segv;
   if ((previous.sa_flags & SA_SIGINFO) != 0 && previous.sa_sigaction != nullptr) {
     previous.sa_sigaction(sig, info, context);
     return;
@@ -71,6 +73,7 @@ void Install() {
   action.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigaction(SIGSEGV, &action, &g_previous_segv);
   sigaction(SIGBUS, &action, &g_previous_bus);
+  sigaction(SIGFPE, &action, &g_previous_fpe);
 }
 
 }  // namespace

@@ -66,21 +66,22 @@ constexpr ForeignType kForeignTypes[] = {
      "Cortado runs no Python layers"},
 };
 
-}  // namespace
-
-bool LayerRegistry::IsForeign(const std::string& type) {
+const ForeignType* FindForeign(const std::string& type) {
   for (const ForeignType& foreign : kForeignTypes)
-    if (type == foreign.type) return !Has(type);
-  return false;
+    if (type == foreign.type) return &foreign;
+  return nullptr;
 }
 
+}  // namespace
+
+bool LayerRegistry::IsForeign(const std::string& type) { return FindForeign(type) != nullptr && !Has(type); }
+
 std::string LayerRegistry::UnknownTypeMessage(const std::string& type) {
-  for (const ForeignType& foreign : kForeignTypes) {
-    if (type != foreign.type) continue;
+  if (const ForeignType* foreign = FindForeign(type)) {
     std::string message = "type '" + type + "' is not a Cortado layer; it comes from ";
-    message += std::string(foreign.type) == "Python" ? "" : "a Caffe fork: ";
-    message += foreign.origin;
-    if (*foreign.instead) message += std::string("; ") + foreign.instead;
+    message += type == "Python" ? "" : "a Caffe fork: ";
+    message += foreign->origin;
+    if (*foreign->instead) message += std::string("; ") + foreign->instead;
     return message;
   }
   std::string known;

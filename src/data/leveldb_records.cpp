@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <map>
 
+#include "cortado/child_process.hpp"
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
 
@@ -56,6 +57,17 @@ std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, cons
   options.create_if_missing = false;
   options.max_open_files = 100;  // Caffe's
   options.paranoid_checks = true;  // a damaged file is an error at open, not a crash later
+  // LevelDB asserts on some damaged databases (a log file numbered 0 aborts its recovery): it opens
+  // the database in a child process first, where such an abort is an Error naming the path. The child
+  // ends without closing the database (a closing DB would wait for a compaction thread it lacks).
+  RunInChildProcess(
+      [&] {
+        leveldb::DB* probe = nullptr;
+        const leveldb::Status opened = leveldb::DB::Open(options, path, &probe);
+        if (!opened.ok()) Fail(prefix, "cannot open LevelDB '", path, "': ", opened.ToString());
+        return std::string();
+      },
+      prefix + "cannot open LevelDB '" + path + "': LevelDB crashed opening it (a damaged database?)");
   leveldb::DB* db = nullptr;
   const leveldb::Status s = leveldb::DB::Open(options, path, &db);
   if (!s.ok()) Fail(prefix, "cannot open LevelDB '", path, "': ", s.ToString());

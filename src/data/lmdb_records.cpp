@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <utility>
@@ -67,6 +68,64 @@ struct Walk {
   }
 };
 
+// The LMDB calls that open the database, run under RunFaultGuarded (no destructors here): LMDB
+// trusts its meta pages and root page even before the walk.
+struct OpenCalls {
+  const char* path;
+  MDB_env* env = nullptr;
+  MDB_txn* txn = nullptr;
+  MDB_cursor* cursor = nullptr;
+  MDB_stat stat{};
+  int rc = MDB_SUCCESS;
+
+  static void Environment(void* self) {
+    auto* o = static_cast<OpenCalls*>(self);
+    o->rc = mdb_env_create(&o->env);
+    if (o->rc == MDB_SUCCESS) o->rc = mdb_env_set_assert(o->env, OnLmdbAssert);
+    if (o->rc == MDB_SUCCESS) o->rc = mdb_env_open(o->env, o->path, MDB_RDONLY | MDB_NOTLS, 0664);
+  }
+  static void Transaction(void* self) {
+    auto* o = static_cast<OpenCalls*>(self);
+    MDB_dbi dbi = 0;
+    o->rc = mdb_txn_begin(o->env, nullptr, MDB_RDONLY, &o->txn);
+    if (o->rc == MDB_SUCCESS) o->rc = mdb_dbi_open(o->txn, nullptr, 0, &dbi);
+    if (o->rc == MDB_SUCCESS) o->rc = mdb_cursor_open(o->txn, dbi, &o->cursor);
+    if (o->rc == MDB_SUCCESS) o->rc = mdb_stat(o->txn, dbi, &o->stat);
+  }
+};
+
+// LMDB's two meta pages, as mdb_env_open reads them (64-bit layout: page flags at byte 10, P_META 8;
+// then the meta: magic 0xBEEFC0DE at 16, version 1 at 20, the page size at 40; the second meta page
+// starts one page in). mdb_env_open trusts the page size they give: 0 divides by zero. "" when both
+// are sound, else what is wrong.
+std::string CheckMetaPages(const std::string& data_path, uint64_t file_bytes) {
+  std::ifstream in(data_path, std::ios::binary);
+  uint32_t first_page = 0;
+  for (int meta = 0; meta < 2; ++meta) {
+    const uint64_t offset = meta == 0 ? 0 : first_page;
+    char header[48] = {};
+    if (offset + sizeof header > file_bytes) {
+      if (meta == 0 && file_bytes == 0) return "";  // an empty file: LMDB's own error says more
+      return "data.mdb holds " + std::to_string(file_bytes) + " bytes, too few for its meta page " +
+             std::to_string(meta) + " (the file was cut short?)";
+    }
+    in.seekg(static_cast<std::streamoff>(offset));
+    in.read(header, sizeof header);
+    uint16_t flags = 0;
+    uint32_t magic = 0, version = 0, page = 0;
+    std::memcpy(&flags, header + 10, sizeof flags);
+    std::memcpy(&magic, header + 16, sizeof magic);
+    std::memcpy(&version, header + 20, sizeof version);
+    std::memcpy(&page, header + 40, sizeof page);
+    if (magic != 0xBEEFC0DE || (flags & 0x08) == 0) return "";  // not an LMDB: mdb_env_open says so
+    if (version != 1) return "";
+    if (page < 512 || page > 65536 || (page & (page - 1)) != 0 || (meta == 1 && page != first_page))
+      return "its meta page " + std::to_string(meta) + " gives a page size of " + std::to_string(page) + " bytes";
+    if (meta == 0) first_page = page;
+  }
+  return "";
+}
+
 // The address ranges where this process maps the first `bytes` bytes of `file` (LMDB keeps its map
 // address to itself; every reader of the same database maps it once more), from /proc/self/maps.
 std::vector<std::pair<const char*, const char*>> MappingsOf(const struct stat& file, uint64_t bytes) {
@@ -91,12 +150,19 @@ std::vector<std::pair<const char*, const char*>> MappingsOf(const struct stat& f
 
 LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
     : path_(path), owner_(owner.empty() ? "" : owner + ": ") {
-  MDB_dbi dbi = 0;
-  MDB_stat stat{};
-  int rc = mdb_env_create(&env_);
-  if (rc == MDB_SUCCESS) rc = mdb_env_set_assert(env_, OnLmdbAssert);
-  if (rc == MDB_SUCCESS) rc = mdb_env_open(env_, path.c_str(), MDB_RDONLY | MDB_NOTLS, 0664);
-  if (rc != MDB_SUCCESS) {
+  const std::string data_path = path_ + "/data.mdb";
+  struct stat file {};
+  const bool have_file = ::stat(data_path.c_str(), &file) == 0 && S_ISREG(file.st_mode);
+  if (have_file) {
+    const std::string problem = CheckMetaPages(data_path, static_cast<uint64_t>(file.st_size));
+    if (!problem.empty()) Corrupt(problem);
+  }
+  OpenCalls open{path_.c_str()};
+  std::string fault = RunFaultGuarded(&OpenCalls::Environment, &open);
+  env_ = open.env;
+  if (!fault.empty()) Corrupt("opening it: " + fault);
+  if (open.rc != MDB_SUCCESS) {
+    const int rc = open.rc;
     Close();
     if (rc == ENOENT && std::filesystem::exists(path_ + "/CURRENT"))
       Fail(owner_, "cannot open LMDB '", path_, "': it holds a LevelDB (CURRENT), not an LMDB");
@@ -105,17 +171,13 @@ LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
   }
 
   // Every page the header counts must be in the file before LMDB may touch one through the map.
-  struct stat file {};
-  CORTADO_REQUIRE(::stat((path_ + "/data.mdb").c_str(), &file) == 0, owner_, "cannot open LMDB '", path_,
-                  "': cannot stat data.mdb: ", std::strerror(errno));
+  CORTADO_REQUIRE(have_file, owner_, "cannot open LMDB '", path_, "': data.mdb is not a file");
   const uint64_t file_bytes = static_cast<uint64_t>(file.st_size);
   MDB_envinfo info{};
   mdb_env_info(env_, &info);
   MDB_stat env_stat{};
   mdb_env_stat(env_, &env_stat);
   const uint64_t page = env_stat.ms_psize;
-  if (page < 512 || page > 65536 || (page & (page - 1)) != 0)
-    Corrupt("its header gives a page size of " + std::to_string(page) + " bytes");
   const uint64_t pages_bytes = (static_cast<uint64_t>(info.me_last_pgno) + 1) * page;
   if (info.me_last_pgno >= (uint64_t{1} << 48) || pages_bytes > file_bytes) {
     Close();
@@ -124,11 +186,12 @@ LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
          " bytes); the file was cut short (an interrupted copy or a full disk?)");
   }
 
-  rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn_);
-  if (rc == MDB_SUCCESS) rc = mdb_dbi_open(txn_, nullptr, 0, &dbi);
-  if (rc == MDB_SUCCESS) rc = mdb_cursor_open(txn_, dbi, &cursor_);
-  if (rc == MDB_SUCCESS) rc = mdb_stat(txn_, dbi, &stat);
-  if (rc != MDB_SUCCESS) {
+  fault = RunFaultGuarded(&OpenCalls::Transaction, &open);
+  txn_ = open.txn, cursor_ = open.cursor;
+  if (!fault.empty()) Corrupt("opening it: " + fault);
+  const MDB_stat stat = open.stat;
+  if (open.rc != MDB_SUCCESS) {
+    const int rc = open.rc;
     if (rc == MDB_CORRUPTED || rc == MDB_PAGE_NOTFOUND || rc == MDB_INCOMPATIBLE) Corrupt(mdb_strerror(rc));
     Close();
     Fail(owner_, "cannot read LMDB '", path_, "': ", mdb_strerror(rc));
@@ -147,7 +210,7 @@ LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
   const std::vector<std::pair<const char*, const char*>> mapped = MappingsOf(file, file_bytes);
   if (mapped.empty()) Corrupt("data.mdb is not mapped into memory where LMDB should have mapped it");
   Walk walk{cursor_, stat.ms_entries, &mapped, &keys_, &values_};
-  const std::string fault = RunFaultGuarded(&Walk::Run, &walk);
+  fault = RunFaultGuarded(&Walk::Run, &walk);
   const std::string record = "record " + std::to_string(walk.found) +
                              (walk.found > 0 ? " (after key '" + PrintableKey(keys_.back()) + "')" : "");
   if (!fault.empty()) Corrupt("reading " + record + ": " + fault);

@@ -98,6 +98,15 @@ TEST(Leveldb, AFolderWithoutADatabaseIsRefusedAndLeftAsItWas) {
   EXPECT_EQ(files, 1);
 }
 
+// LevelDB asserts while recovering a log file numbered 0 (found by fuzzing), which would abort the
+// process: the open in a child process turns it into an Error naming the database.
+TEST(Leveldb, ADatabaseLevelDbAssertsOnIsAnError) {
+  const std::string path = WriteShuffled(DataParameter::LEVELDB, TempDir() + "/db", 3);
+  WriteFile(path + "/000000.log", std::string(64, '\x01'));
+  const std::string error = ErrorOf([&] { LeveldbRecords records(path, "layer d (Data)"); });
+  EXPECT_EQ(error.rfind("layer d (Data): cannot open LevelDB '" + path + "'", 0), 0u) << error;
+}
+
 TEST(Leveldb, AnUnfinishedDatabaseIsRemovedAndAnEmptyOneIsAnError) {
   const std::string path = TempDir() + "/db";
   {

@@ -141,6 +141,16 @@ TEST(Lmdb, ATruncatedDatabaseIsRefusedAtOpen) {
   }
 }
 
+// mdb_env_open divides by the page size its meta page gives (found by fuzzing: SIGFPE for 0).
+TEST(Lmdb, AMetaPageWithoutAPageSizeIsRefused) {
+  const std::string dir = TempDir();
+  std::string bytes = WriteSeveralPages(dir + "/db", 10);
+  for (int i = 40; i < 44; ++i) bytes[i] = 0;  // meta page 0: mm_dbs[FREE_DBI].md_pad, the page size
+  WriteFile(dir + "/db/data.mdb", bytes);
+  EXPECT_EQ(OpenDamaged(dir + "/db"),
+            "layer d (Data): LMDB '" + dir + "/db' is corrupt: its meta page 0 gives a page size of 0 bytes");
+}
+
 // A leaf page marked as a branch trips LMDB's assertion in mdb_cursor_next, which would abort().
 TEST(Lmdb, LmdbsOwnAssertionBecomesAnError) {
   const std::string dir = TempDir();

@@ -457,4 +457,15 @@ TEST(Hdf5, FailedWriteLeavesThePreviousFileAndNoTemporary) {
   EXPECT_EQ(files, std::vector<std::string>{"net.caffemodel.h5"});
 }
 
+// A damaged file that made libhdf5 free a wild pointer (found by fuzzing; the sanitizer build sees the
+// bad free, others may not): read in a child process, it is an Error naming the file either way.
+TEST(Hdf5, AFileLibhdf5CrashesOnIsAnErrorNamingIt) {
+  SKIP_WITHOUT_HDF5();
+  const std::string path = TempDir() + "/damaged.caffemodel.h5";
+  fs::copy_file(SourceDir() + "/fuzz/regressions/caffemodel_h5/hdf5_bad_free_in_link_table.h5", path);
+  const std::string error = ErrorOf([&] { ReadNetParameterFromHdf5(path); });
+  EXPECT_EQ(error.rfind("cannot read '" + path + "': ", 0), 0u) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+}
+
 }  // namespace cortado::test

@@ -104,6 +104,17 @@ TEST(Convolution, HandWorkedCase) {
   EXPECT_FLOAT_EQ(f.layer().blobs()[1]->diff()[0], 4.0f);
 }
 
+// An input without channels (found by fuzzing: sizing the column chunks divided by zero): every
+// output is the bias.
+TEST(Convolution, AnInputWithoutChannelsGivesTheBias) {
+  LayerFixture f("type: 'Convolution' convolution_param { num_output: 3 kernel_size: 2 "
+                 "bias_filler { type: 'constant' value: 0.25 } }",
+                 {{2, 0, 4, 4}});
+  ASSERT_EQ(f.top(0).shape(), (std::vector<int>{2, 3, 3, 3}));
+  f.Forward();
+  for (int64_t i = 0; i < f.top(0).count(); ++i) EXPECT_FLOAT_EQ(f.top(0).data()[i], 0.25f);
+}
+
 TEST(Convolution, MatchesDirectConvolution) {
   const ConvCase cases[] = {
       // n c  h  w  m  kh kw ph pw sh sw dh dw group bias

@@ -205,11 +205,14 @@ TEST(TrainerCli, PlanOnlyPrintsThePlanAndTheLargestBatchThatFits) {
   const std::string dir = NewTempDir();
   const std::string trainer = ToolPath("trainer");
   int code = -1;
-  // time: one net, any batch, for the GPU even without one; reuse takes less than none.
-  const std::string time = trainer + " time --model=" + WriteNet(dir) + " --plan_only --gpu=0 --batch_size=5000";
+  // time: one net, any batch, for the GPU even without one (in a CUDA build: a CPU-only build has no
+  // GPU layers to plan); reuse takes less than none.
+  const std::string device = BuiltWithCuda() ? "GPU" : "CPU";
+  const std::string time = trainer + " time --model=" + WriteNet(dir) + " --plan_only --batch_size=5000" +
+                           (BuiltWithCuda() ? " --gpu=0" : "");
   const std::string with = StdoutOf(time + " 2>/dev/null", &code);
   EXPECT_EQ(code, 0);
-  EXPECT_NE(with.find("Batch 5000: Memory plan (GPU): "), std::string::npos) << with;
+  EXPECT_NE(with.find("Batch 5000: Memory plan (" + device + "): "), std::string::npos) << with;
   const std::string without = StdoutOf(time + " --memory_reuse=false 2>/dev/null", &code);
   EXPECT_GT(PlannedBytes(without), PlannedBytes(with));
   EXPECT_GT(PlannedBytes(with), 0u);
