@@ -13,8 +13,9 @@ namespace cortado {
 // Text format. A syntax error reads "net.prototxt:12:5: Expected identifier, got: }". A layer (of a net,
 // or of a solver's net_param) of a Caffe fork's type is an Error naming the layer and its line,
 // "net.prototxt: layer mbox_priorbox (line 1177): type 'PriorBox' is not a Cortado layer; it comes from
-// a Caffe fork: SSD (weiliu89/caffe)", also when the fork's parameter field (prior_box_param) is what the
-// parse stumbled on first; when the parse fails, any layer type Cortado does not know is named so.
+// a Caffe fork: SSD (weiliu89/caffe)" (and the net's other such types after it, each with a layer and
+// line), also when the fork's parameter field (prior_box_param) is what the parse stumbled on first;
+// when the parse fails, any layer type Cortado does not know is named so.
 // (A text that parses may hold other types Cortado lacks: the Net refuses those when it is built.)
 void ReadProtoFromTextFile(const std::string& path, google::protobuf::Message* message);
 void ReadProtoFromTextString(const std::string& text, google::protobuf::Message* message,

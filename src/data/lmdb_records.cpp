@@ -205,8 +205,10 @@ LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
     Corrupt("its header counts " + std::to_string(stat.ms_entries) + " records, more than its " +
             std::to_string(file_bytes) + " bytes can hold");
 
-  keys_.reserve(stat.ms_entries);
-  values_.reserve(stat.ms_entries);
+  // Room for the records the header counts, up to 2^20: a damaged count reserves no more.
+  const size_t room = static_cast<size_t>(std::min<uint64_t>(stat.ms_entries, 1 << 20));
+  keys_.reserve(room);
+  values_.reserve(room);
   const std::vector<std::pair<const char*, const char*>> mapped = MappingsOf(file, file_bytes);
   if (mapped.empty()) Corrupt("data.mdb is not mapped into memory where LMDB should have mapped it");
   Walk walk{cursor_, stat.ms_entries, &mapped, &keys_, &values_};

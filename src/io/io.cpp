@@ -8,6 +8,7 @@
 #include <google/protobuf/text_format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -87,12 +88,18 @@ std::string DescribeParseError(const std::string& text, const std::string& name,
   return out.str();
 }
 
-// The layers (a net's, a solver's net_param's) whose type Cortado does not build: the first is an
-// Error naming the file, the layer and its line. With `any_unknown`, every unknown type counts (the
-// parse failed, and a type nobody knows is the likeliest reason); without, only the Caffe forks' types
-// (LayerRegistry::IsForeign), since a type Cortado lacks may still be read, upgraded and written.
-void CheckLayerTypes(const pb::Message& message, const pb::TextFormat::ParseInfoTree* locations,
-                     const std::string& name, bool any_unknown) {
+// A layer whose type Cortado does not build, where the text has it.
+struct Unbuildable {
+  std::string name, type;
+  int line;  // from 1; 0 when unknown
+};
+
+// The layers (a net's, a solver's net_param's) whose type Cortado does not build, in text order. With
+// `any_unknown`, every unknown type counts (the parse failed, and a type nobody knows is the likeliest
+// reason); without, only the Caffe forks' types (LayerRegistry::IsForeign), since a type Cortado lacks
+// may still be read, upgraded and written.
+void FindUnbuildable(const pb::Message& message, const pb::TextFormat::ParseInfoTree* locations, bool any_unknown,
+                     std::vector<Unbuildable>* found) {
   const pb::Reflection* reflection = message.GetReflection();
   std::vector<const pb::FieldDescriptor*> fields;
   reflection->ListFields(message, &fields);
@@ -107,14 +114,42 @@ void CheckLayerTypes(const pb::Message& message, const pb::TextFormat::ParseInfo
         const auto& layer = static_cast<const LayerParameter&>(child);
         if (layer.type().empty() || LayerRegistry::Has(layer.type())) continue;
         if (!any_unknown && !LayerRegistry::IsForeign(layer.type())) continue;
-        const int line = locations != nullptr ? locations->GetLocation(field, index).line : -1;
-        Fail(name, ": layer ", layer.name(), line >= 0 ? " (line " + std::to_string(line + 1) + ")" : "", ": ",
-             LayerRegistry::UnknownTypeMessage(layer.type()));
+        const int line = locations != nullptr ? locations->GetLocation(field, index).line + 1 : 0;
+        found->push_back({layer.name(), layer.type(), line});
+        continue;
       }
-      CheckLayerTypes(child, locations != nullptr ? locations->GetTreeForNested(field, index) : nullptr, name,
-                      any_unknown);
+      FindUnbuildable(child, locations != nullptr ? locations->GetTreeForNested(field, index) : nullptr, any_unknown,
+                      found);
     }
   }
+}
+
+// One Error for every such layer: the first named with what its type is, the other types after it
+// ("layer conv4_3_norm (line 1041): type 'Normalize' is not a Cortado layer; it comes from a Caffe
+// fork: SSD (weiliu89/caffe); the net also has PriorBox (layer conv4_3_norm_mbox_priorbox, line 1177),
+// ..."), so that a net from a fork is understood in one go.
+void CheckLayerTypes(const pb::Message& message, const pb::TextFormat::ParseInfoTree* locations,
+                     const std::string& name, bool any_unknown) {
+  std::vector<Unbuildable> found;
+  FindUnbuildable(message, locations, any_unknown, &found);
+  if (found.empty()) return;
+  auto where = [](const Unbuildable& layer) {
+    return layer.line > 0 ? ", line " + std::to_string(layer.line) : std::string();
+  };
+  const Unbuildable& first = found.front();
+  std::string others;
+  std::vector<std::string> named = {first.type};
+  for (const Unbuildable& layer : found) {
+    if (std::find(named.begin(), named.end(), layer.type) != named.end()) continue;
+    named.push_back(layer.type);
+    if (named.size() > 7) {
+      others += ", ...";
+      break;
+    }
+    others += (others.empty() ? "" : ", ") + layer.type + " (layer " + layer.name + where(layer) + ")";
+  }
+  Fail(name, ": layer ", first.name, first.line > 0 ? " (line " + std::to_string(first.line) + ")" : "", ": ",
+       LayerRegistry::UnknownTypeMessage(first.type), others.empty() ? "" : "; the net also has " + others);
 }
 
 std::string ReadWholeFile(const std::string& path) {

@@ -257,6 +257,21 @@ TEST(Mistakes, ForeignLayerTypesAreNamedWithTheirFork) {
   EXPECT_EQ(TrainerError(ssd.Train()), ssd.net + ": layer conv4_3_norm_mbox_priorbox (line 8): type 'PriorBox' is "
                                                  "not a Cortado layer; it comes from a Caffe fork: SSD (weiliu89/caffe)");
   ssd.ExpectPlantedSnapshotUntouched();
+  // A real SSD head: every fork type is named in the one line, the first with its fork.
+  Workspace head(TinyNet() + R"(layer {
+  name: "conv4_3_norm"
+  type: "Normalize"
+  bottom: "x"
+  top: "n"
+  norm_param { across_spatial: false scale_filler { type: "constant" value: 20 } channel_shared: false }
+}
+layer { name: "loc_perm" type: "Permute" bottom: "n" top: "p" permute_param { order: 0 order: 2 order: 3 order: 1 } }
+)" + priorbox.substr(TinyNet().size()) + R"(layer { name: "perm2" type: "Permute" bottom: "p" top: "p2" }
+)");
+  EXPECT_EQ(TrainerError(head.Train()),
+            head.net + ": layer conv4_3_norm (line 8): type 'Normalize' is not a Cortado layer; it comes from a Caffe "
+                       "fork: SSD (weiliu89/caffe); the net also has Permute (layer loc_perm, line 15), PriorBox "
+                       "(layer conv4_3_norm_mbox_priorbox, line 16)");
   // Without its parameter the prototxt parses; the type is still named, with its line.
   Workspace permute(TinyNet() + "layer { name: \"perm\" type: \"Permute\" bottom: \"x\" top: \"p\" }\n");
   EXPECT_EQ(TrainerError(permute.Train()), permute.net + ": layer perm (line 8): type 'Permute' is not a Cortado "
