@@ -1,7 +1,7 @@
 // leveldb_fuzzer.cpp — a whole LevelDB directory, opened as the Data layer and compute_image_mean open
 // one, and every record (up to 4096) read and parsed as a Datum. The input is the directory as a
 // sequence of files, each "<name>\n<size as 8 hex digits>\n<bytes>" (fuzz/make_seeds.sh writes the
-// seeds so); a name holding '/' or starting with '.' is skipped.
+// seeds so); a name holding '/', starting with '.' or longer than 100 bytes is skipped.
 #include <filesystem>
 #include <string>
 
@@ -19,7 +19,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t length = std::strtoul(input.substr(name_end + 1, 8).c_str(), nullptr, 16);
     const std::string bytes = input.substr(name_end + 10, length);
     at = name_end + 10 + bytes.size();
-    if (name.empty() || name[0] == '.' || name.find('/') != std::string::npos || name.find('\0') != std::string::npos)
+    if (name.empty() || name.size() > 100 || name[0] == '.' || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos)
       continue;
     cortado::fuzz::WriteInput("db/" + name, bytes);
   }

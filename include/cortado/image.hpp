@@ -3,9 +3,12 @@
 //
 //   DecodeDatum       an encoded Datum (JPEG/PNG bytes in data) → a raw uint8 C×H×W Datum
 //   ReadImageToDatum  an image file → a Datum, raw (optionally resized) or re-encoded
+//   ReadEncodedImageHeader  the format and size an encoded image's header claims (no OpenCV needed)
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "cortado/cortado.pb.h"
 
@@ -17,10 +20,21 @@ enum class ColorMode { kKeep, kColor, kGray };
 // True when this build decodes images (OpenCV was found).
 bool BuiltWithImageSupport();
 
-// Decodes `encoded` (encoded() true; data holds a JPEG/PNG file) into `decoded`: channels, height,
-// width and uint8 pixels in C×H×W order (BGR for colour, as OpenCV and Caffe store them), label copied.
-// Reuses decoded's storage. Throws Error when the bytes are not an image.
+// Decodes `encoded` (encoded() true; data holds a JPEG, PNG, BMP, PNM, TIFF or WebP file: what
+// convert_imageset keeps or writes, Cortado's and Caffe's) into `decoded`: channels, height, width and uint8 pixels in C×H×W order (BGR
+// for colour, as OpenCV and Caffe store them), label copied. Reuses decoded's storage. Throws Error
+// when the bytes are not such an image, or when its header claims more than kMostDecodedPixels pixels
+// (a damaged header would have the decoder allocate gigabytes); other formats never reach a decoder.
 void DecodeDatum(const Datum& encoded, ColorMode mode, Datum* decoded);
+constexpr uint64_t kMostDecodedPixels = uint64_t{1} << 26;  // 8192×8192
+
+// What an encoded image's header says: its format ("JPEG", "PNG", "BMP", "PNM", "TIFF", "WebP") and
+// size. False when the bytes start no such header (or it lacks the size: a JPEG without a frame).
+struct EncodedImageHeader {
+  const char* format = "";
+  uint32_t width = 0, height = 0;
+};
+bool ReadEncodedImageHeader(std::string_view bytes, EncodedImageHeader* header);
 
 // Reads the image file at `path` into `datum` with `label`. When height and width are both > 0 the
 // image is resized to them (bilinear, as Caffe). `encoding` empty stores raw pixels; "jpg" or "png"

@@ -224,7 +224,7 @@ TEST(Mistakes, UndecodableEncodedRecordNamesLayerDatabaseAndKey) {
   ws.PlantSnapshot();
   EXPECT_EQ(TrainerError(ws.Train()),
             ws.net + ": layer data (Data): record '00000001' of LMDB '" + db + "': the encoded image (12 bytes) is not "
-                     "a JPEG or PNG image OpenCV can decode (damaged or of another format)");
+                     "a JPEG, PNG, BMP, PNM, TIFF or WebP image OpenCV can decode (damaged or of another format)");
   ws.ExpectPlantedSnapshotUntouched();
 }
 

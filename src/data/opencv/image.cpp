@@ -46,6 +46,11 @@ void StorePixels(const cv::Mat& image, Datum* datum) {
   }
 }
 
+std::string NotAnImage(size_t bytes) {
+  return "the encoded image (" + std::to_string(bytes) + " bytes) is not a JPEG, PNG, BMP, PNM, TIFF or WebP image "
+         "OpenCV can decode (damaged or of another format)";
+}
+
 }  // namespace
 
 bool BuiltWithImageSupport() { return true; }
@@ -53,6 +58,11 @@ bool BuiltWithImageSupport() { return true; }
 void DecodeDatum(const Datum& encoded, ColorMode mode, Datum* decoded) {
   const std::string& bytes = encoded.data();
   CORTADO_REQUIRE(!bytes.empty(), "the record is marked encoded but holds no image bytes");
+  EncodedImageHeader header;
+  CORTADO_REQUIRE(ReadEncodedImageHeader(bytes, &header), NotAnImage(bytes.size()));
+  CORTADO_REQUIRE(uint64_t{header.width} * header.height <= kMostDecodedPixels, "the encoded ", header.format,
+                  " image claims ", header.width, "×", header.height, " pixels, more than the ", kMostDecodedPixels,
+                  " Cortado decodes (a damaged header?)");
   const cv::Mat buffer(1, static_cast<int>(bytes.size()), CV_8UC1, const_cast<char*>(bytes.data()));
   cv::Mat image;
   std::string reason;
@@ -61,8 +71,7 @@ void DecodeDatum(const Datum& encoded, ColorMode mode, Datum* decoded) {
   } catch (const cv::Exception& e) {  // some damaged images make OpenCV's decoders throw
     reason = ": " + e.err;
   }
-  CORTADO_REQUIRE(!image.empty() && image.depth() == CV_8U, "the encoded image (", bytes.size(),
-                  " bytes) is not a JPEG or PNG image OpenCV can decode (damaged or of another format)", reason);
+  CORTADO_REQUIRE(!image.empty() && image.depth() == CV_8U, NotAnImage(bytes.size()), reason);
   StorePixels(image, decoded);
   decoded->set_label(encoded.label());
 }
