@@ -39,6 +39,9 @@ struct DeviceArrays {
 TEST(MathGpu, GemmAndGemvMatchTheCpuInEveryTransposeCombination) {
   SKIP_WITHOUT_GPU();
   Context ctx(Device::kGPU, 1);
+  GpuSettings strict;  // FP32 products, as the CPU's (TF32, the default on an H100, rounds to 10 bits)
+  strict.strict_fp32 = true;
+  ctx.SetGpuSettings(strict);
   const int m = 7, n = 5, k = 9;
   for (Trans ta : {Trans::kNo, Trans::kYes})
     for (Trans tb : {Trans::kNo, Trans::kYes}) {

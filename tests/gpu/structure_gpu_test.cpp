@@ -53,7 +53,7 @@ TEST(StructureGpu, ConcatAlongEveryKindOfAxis) {
   ExpectGpuMatchesCpu("type: 'Concat'", {{2, 3, 4, 5}, {2, 2, 4, 5}, {2, 1, 4, 5}});
   ExpectGpuMatchesCpu("type: 'Concat' concat_param { axis: 2 }", {{2, 3, 4, 5}, {2, 3, 1, 5}});
   ExpectGpuMatchesCpu("type: 'Concat' concat_param { axis: -1 }", {{2, 3, 4, 5}, {2, 3, 4, 2}, {2, 3, 4, 1}});
-  ExpectGpuMatchesCpu("type: 'Concat' concat_dim: 1", {{3, 2}, {3, 7}});
+  ExpectGpuMatchesCpu("type: 'Concat' concat_param { concat_dim: 1 }", {{3, 2}, {3, 7}});
   ExpectGpuMatchesCpu("type: 'Concat'", {{2, 3, 4}});  // one bottom: a plain copy
 }
 
