@@ -3,28 +3,17 @@
 // weights), which then runs forward; and, as trainer upgrade reads one, upgraded when it is a V0/V1
 // net and built as a net on a planning context (a .caffemodel holds its net's definition).
 #include "cortado/io.hpp"
-#include "cortado/memory.hpp"
-#include "cortado/net.hpp"
 #include "cortado/upgrade.hpp"
 #include "fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = cortado::fuzz::WriteInput("weights.caffemodel", data, size);
-  cortado::fuzz::Run([&] {
-    cortado::Context ctx(cortado::Device::kCPU, 1);
-    cortado::Net net(cortado::fuzz::SmallNet(), ctx, "small.prototxt");
-    net.AllocateOwnArena();
-    net.LoadWeightsFile(path);
-    net.Forward();
-  });
+  cortado::fuzz::Run([&] { cortado::fuzz::LoadIntoSmallNet(path); });
   cortado::fuzz::Run([&] {
     cortado::NetParameter param;
     cortado::ReadProtoFromBinaryFile(path, &param);
     if (cortado::NetNeedsUpgrade(param)) cortado::UpgradeNet(&param, path);
-    cortado::Context planning(cortado::Device::kCPU, cortado::Context::PlanOnly{});
-    cortado::Net net(param, planning, path);
-    cortado::MemoryPlan plan;
-    net.RequestMemory(plan);
+    cortado::fuzz::PlannedBytes(param, path);
   });
   return 0;
 }

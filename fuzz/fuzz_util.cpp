@@ -12,6 +12,7 @@
 #include "cortado/context.hpp"
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
+#include "cortado/memory.hpp"
 #include "cortado/net.hpp"
 #include "cortado/solver.hpp"
 
@@ -98,6 +99,35 @@ NetParameter SmallNet() {
   return *net;
 }
 
+SolverParameter SmallSolver(const std::string& snapshot_prefix) {
+  SolverParameter param;
+  *param.mutable_net_param() = SmallNet();
+  param.set_base_lr(0.01f);
+  param.set_momentum(0.9f);
+  param.set_lr_policy("fixed");
+  param.set_max_iter(1000);
+  param.set_random_seed(1);
+  param.set_solver_mode(SolverParameter::CPU);
+  param.set_snapshot_prefix(snapshot_prefix);
+  return param;
+}
+
+void LoadIntoSmallNet(const std::string& path) {
+  Context ctx(Device::kCPU, 1);
+  Net net(SmallNet(), ctx, SmallNetPath());
+  net.AllocateOwnArena();
+  net.LoadWeightsFile(path);
+  net.Forward();
+}
+
+size_t PlannedBytes(const NetParameter& param, const std::string& source) {
+  Context planning(Device::kCPU, Context::PlanOnly{});
+  Net net(param, planning, source);
+  MemoryPlan plan;
+  net.RequestMemory(plan);
+  return plan.bytes();
+}
+
 void RestoreAndStep(const std::string& path) {
   static const bool weights_written = [] {  // what the seeds' learned_net names, beside them
     Context ctx(Device::kCPU, 1);
@@ -109,16 +139,7 @@ void RestoreAndStep(const std::string& path) {
     return true;
   }();
   (void)weights_written;
-  SolverParameter param;
-  *param.mutable_net_param() = SmallNet();
-  param.set_base_lr(0.01f);
-  param.set_momentum(0.9f);
-  param.set_lr_policy("fixed");
-  param.set_max_iter(1000);
-  param.set_random_seed(1);
-  param.set_solver_mode(SolverParameter::CPU);
-  param.set_snapshot_prefix(FreshFolder("snap") + "/s");
-  Solver solver(param, "solver.prototxt");
+  Solver solver(SmallSolver(FreshFolder("snap") + "/s"), "solver.prototxt");
   solver.Restore(path);
   solver.Step(1);
 }

@@ -40,7 +40,19 @@ std::string FreshFolder(const std::string& name);
 NetParameter SmallNet();
 std::string SmallNetPath();
 
-// A solver of SmallNet (SGD, momentum 0.9, CPU) restored from the snapshot state at `path` (binary, or
+// SmallNet's solver: SGD at a fixed rate 0.01 with momentum 0.9 (one history blob per parameter), on the
+// CPU, seed 1, snapshots to `snapshot_prefix`.
+SolverParameter SmallSolver(const std::string& snapshot_prefix);
+
+// The weights file at `path` loaded into SmallNet (Net::LoadWeightsFile, as trainer --weights and
+// trainer test load one), which then runs forward.
+void LoadIntoSmallNet(const std::string& path);
+
+// The bytes a net's memory plan asks for, planned on a planning context: every layer built and
+// shaped, nothing allocated. `source` names the net in errors.
+size_t PlannedBytes(const NetParameter& param, const std::string& source);
+
+// A solver of SmallNet (SmallSolver) restored from the snapshot state at `path` (binary, or
 // HDF5 for a name ending in .h5), as trainer train --snapshot does, then trained one iteration.
 void RestoreAndStep(const std::string& path);
 

@@ -54,16 +54,7 @@ Datum RawDatum(int channels, int height, int width, int label) {
 // SmallNet's weights and its solver's snapshots, both formats. The states name their weights
 // "weights.caffemodel", which fuzz_util's RestoreAndStep writes beside them.
 void WeightsAndSnapshots(const std::string& work) {
-  cortado::SolverParameter param;
-  *param.mutable_net_param() = cortado::fuzz::SmallNet();
-  param.set_base_lr(0.01f);
-  param.set_momentum(0.9f);
-  param.set_lr_policy("fixed");
-  param.set_max_iter(2);
-  param.set_random_seed(1);
-  param.set_solver_mode(cortado::SolverParameter::CPU);
-  param.set_snapshot_prefix(work + "/s");
-  cortado::Solver solver(param, work + "/solver.prototxt");
+  cortado::Solver solver(cortado::fuzz::SmallSolver(work + "/s"), work + "/solver.prototxt");
   solver.Step(2);
   cortado::NetParameter weights;
   solver.net()->ToProto(&weights);
@@ -103,7 +94,8 @@ void Datums(const std::string& work) {
 void Databases(const std::string& work) {
   {
     cortado::LmdbWriter small(work + "/small_lmdb", "");
-    for (int i = 0; i < 20; ++i) small.Put("0000000" + std::to_string(i), RawDatum(1, 4, 4, i % 10).SerializeAsString());
+    for (int i = 0; i < 20; ++i)
+      small.Put("0000000" + std::to_string(i), RawDatum(1, 4, 4, i % 10).SerializeAsString());
     small.Finish();
     cortado::LmdbWriter overflow(work + "/overflow_lmdb", "");  // values on overflow pages, three leaves
     for (int i = 0; i < 40; ++i)
@@ -114,7 +106,8 @@ void Databases(const std::string& work) {
   Seed("lmdb", "overflow.mdb", ReadAll(work + "/overflow_lmdb/data.mdb"));
   {
     cortado::LeveldbWriter leveldb(work + "/leveldb", "");
-    for (int i = 0; i < 20; ++i) leveldb.Put("0000000" + std::to_string(i), RawDatum(1, 4, 4, i % 10).SerializeAsString());
+    for (int i = 0; i < 20; ++i)
+      leveldb.Put("0000000" + std::to_string(i), RawDatum(1, 4, 4, i % 10).SerializeAsString());
     leveldb.Finish();
   }
   std::string archive;  // leveldb_fuzzer's "<name>\n<size>\n<bytes>" sequence

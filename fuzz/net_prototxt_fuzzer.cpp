@@ -5,7 +5,6 @@
 #include <string>
 
 #include "cortado/io.hpp"
-#include "cortado/memory.hpp"
 #include "cortado/net.hpp"
 #include "fuzz_util.hpp"
 
@@ -13,14 +12,7 @@ namespace {
 
 void BuildAndRun(cortado::NetParameter param, cortado::Phase phase) {
   param.mutable_state()->set_phase(phase);
-  size_t bytes = 0;
-  {
-    cortado::Context planning(cortado::Device::kCPU, cortado::Context::PlanOnly{});
-    cortado::Net net(param, planning, "net.prototxt");
-    cortado::MemoryPlan plan;
-    net.RequestMemory(plan);
-    bytes = plan.bytes();
-  }
+  const size_t bytes = cortado::fuzz::PlannedBytes(param, "net.prototxt");
   if (bytes > (size_t{1} << 20) || !cortado::fuzz::SafeToRun(param)) return;
   cortado::Context ctx(cortado::Device::kCPU, 1);
   cortado::Net net(param, ctx, "net.prototxt");

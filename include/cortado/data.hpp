@@ -398,6 +398,7 @@ class DataLayer : public PipelineDataLayer {
   // Parses record `index` into `datum`, decoding it into `decoded` when encoded; returns the one
   // holding pixels.
   const Datum& Parse(uint64_t index, Datum* datum, Datum* decoded) const;
+  std::string RecordName(uint64_t index) const;  // "record '<key>' of LMDB '<path>'", for messages
 
   std::unique_ptr<RecordSource> records_;
   std::unique_ptr<DataTransformer> transformer_;

@@ -4,9 +4,8 @@
 // LMDB reads its database through a memory map and trusts every byte of it: a page cut short raises
 // SIGBUS when touched, a damaged page pointer can raise SIGSEGV, a page size of 0 SIGFPE, and LMDB's
 // own assertions abort. RunFaultGuarded runs a function with those turned into a return value, for
-// this thread only;
-// a fault in any other thread, or outside a guarded call, reaches whatever handled it before (the
-// default action, AddressSanitizer's or libFuzzer's report).
+// this thread only; a fault in any other thread, or outside a guarded call, reaches whatever handled
+// it before (the default action, AddressSanitizer's or libFuzzer's report).
 //
 // The guarded function is left by siglongjmp when it faults, so neither it nor anything it calls may
 // hold objects with destructors or locks at the point of a possible fault: guard C calls (LMDB's) and

@@ -1,7 +1,7 @@
 // image.hpp — image files and encoded Datums, through OpenCV (src/data/opencv/). A build without
 // OpenCV links src/data/no_opencv/, whose functions throw an Error that says so.
 //
-//   DecodeDatum       an encoded Datum (JPEG/PNG bytes in data) → a raw uint8 C×H×W Datum
+//   DecodeDatum       an encoded Datum (JPEG, PNG, ... bytes in data) → a raw uint8 C×H×W Datum
 //   ReadImageToDatum  an image file → a Datum, raw (optionally resized) or re-encoded
 //   ReadEncodedImageHeader  the format and size an encoded image's header claims (no OpenCV needed)
 #pragma once
@@ -21,10 +21,11 @@ enum class ColorMode { kKeep, kColor, kGray };
 bool BuiltWithImageSupport();
 
 // Decodes `encoded` (encoded() true; data holds a JPEG, PNG, BMP, PNM, TIFF or WebP file: what
-// convert_imageset keeps or writes, Cortado's and Caffe's) into `decoded`: channels, height, width and uint8 pixels in C×H×W order (BGR
-// for colour, as OpenCV and Caffe store them), label copied. Reuses decoded's storage. Throws Error
-// when the bytes are not such an image, or when its header claims more than kMostDecodedPixels pixels
-// (a damaged header would have the decoder allocate gigabytes); other formats never reach a decoder.
+// Cortado's and Caffe's convert_imageset keep or write) into `decoded`: channels, height, width and
+// uint8 pixels in C×H×W order (BGR for colour, as OpenCV and Caffe store them), label copied. Reuses
+// decoded's storage. Throws Error when the bytes are not such an image, or when its header claims more
+// than kMostDecodedPixels pixels (a damaged header would have the decoder allocate gigabytes); other
+// formats never reach a decoder.
 void DecodeDatum(const Datum& encoded, ColorMode mode, Datum* decoded);
 constexpr uint64_t kMostDecodedPixels = uint64_t{1} << 26;  // 8192×8192
 

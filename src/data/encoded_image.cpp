@@ -128,7 +128,8 @@ bool ReadEncodedImageHeader(std::string_view b, EncodedImageHeader* header) {
     header->format = "PNM";
     return PnmSize(b, header);
   }
-  if (b.size() >= 8 && (b.substr(0, 4) == std::string_view("II*\0", 4) || b.substr(0, 4) == std::string_view("MM\0*", 4))) {
+  const std::string_view tiff_little("II*\0", 4), tiff_big("MM\0*", 4);
+  if (b.size() >= 8 && (b.substr(0, 4) == tiff_little || b.substr(0, 4) == tiff_big)) {
     header->format = "TIFF";
     return TiffSize(b, header);
   }

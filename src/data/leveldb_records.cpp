@@ -114,7 +114,8 @@ std::string_view LeveldbRecords::value(uint64_t i) const {
   read.verify_checksums = true;
   const std::string_view k = key(i);
   const leveldb::Status s = handle_->db->Get(read, leveldb::Slice(k.data(), k.size()), buffer);
-  CORTADO_REQUIRE(s.ok(), owner_, "reading record '", PrintableKey(k), "' of LevelDB '", path_, "' failed: ", s.ToString());
+  CORTADO_REQUIRE(s.ok(), owner_, "reading record '", PrintableKey(k), "' of LevelDB '", path_, "' failed: ",
+                  s.ToString());
   return *buffer;
 }
 

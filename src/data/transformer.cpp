@@ -12,7 +12,8 @@ namespace cortado {
 
 namespace {
 
-std::string ShapeText(const std::vector<int>& shape) {
+template <typename Dim = int>  // {c, h, w} braced lists are ints
+std::string ShapeText(const std::vector<Dim>& shape) {
   std::ostringstream out;
   for (size_t i = 0; i < shape.size(); ++i) out << (i ? "×" : "") << shape[i];
   return out.str();
@@ -33,12 +34,10 @@ DataTransformer::DataTransformer(const TransformationParameter& param, Phase pha
   } else {
     dims = {proto.num(), proto.channels(), proto.height(), proto.width()};
   }
-  std::ostringstream given_text;
-  for (size_t i = 0; i < dims.size(); ++i) given_text << (i ? "×" : "") << dims[i];
-  const std::string given = given_text.str();
+  const std::string given = ShapeText(dims);
   for (int64_t d : dims)
-    CORTADO_REQUIRE(d > 0 && d <= std::numeric_limits<int32_t>::max(), owner_, ": mean file '", param_.mean_file(), "' has shape ", given,
-                    "; every axis must be positive (an empty or damaged mean file?)");
+    CORTADO_REQUIRE(d > 0 && d <= std::numeric_limits<int32_t>::max(), owner_, ": mean file '", param_.mean_file(),
+                    "' has shape ", given, "; every axis must be positive (an empty or damaged mean file?)");
   std::vector<int> shape(dims.begin(), dims.end());
   // Normalise to C×H×W: drop leading 1s (1×C×H×W), pad a plain H×W with C = 1.
   while (shape.size() > 3 && shape.front() == 1) shape.erase(shape.begin());

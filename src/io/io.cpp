@@ -108,8 +108,8 @@ void FindUnbuildable(const pb::Message& message, const pb::TextFormat::ParseInfo
     const int count = field->is_repeated() ? reflection->FieldSize(message, field) : 1;
     for (int i = 0; i < count; ++i) {
       const int index = field->is_repeated() ? i : -1;
-      const pb::Message& child =
-          field->is_repeated() ? reflection->GetRepeatedMessage(message, field, i) : reflection->GetMessage(message, field);
+      const pb::Message& child = field->is_repeated() ? reflection->GetRepeatedMessage(message, field, i)
+                                                      : reflection->GetMessage(message, field);
       if (child.GetDescriptor() == LayerParameter::descriptor()) {
         const auto& layer = static_cast<const LayerParameter&>(child);
         if (layer.type().empty() || LayerRegistry::Has(layer.type())) continue;
@@ -238,7 +238,8 @@ void ReadProtoFromTextString(const std::string& text, pb::Message* message,
   relaxed.AllowUnknownField(true);
   pb::TextFormat::ParseInfoTree lenient_locations;
   relaxed.WriteLocationsTo(&lenient_locations);
-  if (relaxed.ParseFromString(text, lenient.get())) CheckLayerTypes(*lenient, &lenient_locations, name_for_errors, true);
+  if (relaxed.ParseFromString(text, lenient.get()))
+    CheckLayerTypes(*lenient, &lenient_locations, name_for_errors, true);
   Fail(errors.seen() ? DescribeParseError(text, name_for_errors, errors)
                      : name_for_errors + ": cannot parse as " + message->GetTypeName());
 }

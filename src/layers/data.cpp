@@ -46,11 +46,15 @@ PipelineDataLayer::Source DataLayer::Open(bool has_label) {
 
 void DataLayer::PrepareWorkers(int count) { scratch_.resize(count); }
 
+std::string DataLayer::RecordName(uint64_t index) const {
+  return "record '" + PrintableKey(records_->key(index)) + "' of " + records_->backend_name() + " '" +
+         records_->path() + "'";
+}
+
 const Datum& DataLayer::Parse(uint64_t index, Datum* datum, Datum* decoded) const {
   const std::string_view value = records_->value(index);
-  CORTADO_REQUIRE(datum->ParseFromArray(value.data(), static_cast<int>(value.size())), Describe(),
-                  ": record '", PrintableKey(records_->key(index)), "' of ", records_->backend_name(), " '",
-                  records_->path(), "' is not a Datum (corrupt database?)");
+  CORTADO_REQUIRE(datum->ParseFromArray(value.data(), static_cast<int>(value.size())), Describe(), ": ",
+                  RecordName(index), " is not a Datum (corrupt database?)");
   if (!datum->encoded()) return *datum;
   const TransformationParameter& tp = param_.transform_param();
   CORTADO_REQUIRE(!(tp.force_color() && tp.force_gray()), Describe(),
@@ -61,8 +65,7 @@ const Datum& DataLayer::Parse(uint64_t index, Datum* datum, Datum* decoded) cons
   try {
     DecodeDatum(*datum, mode, decoded);
   } catch (const Error& e) {
-    Fail(Describe(), ": record '", PrintableKey(records_->key(index)), "' of ", records_->backend_name(), " '",
-         records_->path(), "': ", e.what());
+    Fail(Describe(), ": ", RecordName(index), ": ", e.what());
   }
   return *decoded;
 }

@@ -1,6 +1,7 @@
 // input.cpp — Input: tops whose values the caller writes (deploy nets, tools feeding data by hand).
 // No bottoms; InputParameter.shape gives one shape per top or one shape shared by every top; a net
-// without any is refused here, naming this layer (the next layer would only see an unshaped blob). Forward and Backward do nothing, on either device.
+// without any is refused here, naming this layer (the next layer would only see an unshaped blob).
+// Forward and Backward do nothing, on either device.
 #include <cstdint>
 
 #include "cortado/error.hpp"
@@ -23,7 +24,8 @@ class InputLayer : public Layer {
     const int shapes = p.shape_size();
     const int tops = static_cast<int>(top.size());
     CORTADO_REQUIRE(shapes > 0, Describe(), ": input_param gives no shape for its top", tops == 1 ? " '" : "s '",
-                    param_.top(0), tops == 1 ? "'" : "', ...", "; add input_param { shape { dim: N dim: C dim: H dim: W } }");
+                    param_.top(0), tops == 1 ? "'" : "', ...",
+                    "; add input_param { shape { dim: N dim: C dim: H dim: W } }");
     CORTADO_REQUIRE(shapes == 1 || shapes == tops, Describe(), ": has ", tops, " tops but ", shapes,
                     " input_param shapes; give one shape for every top, or one per top");
     for (int i = 0; i < tops; ++i) {
