@@ -58,8 +58,12 @@ class Net {
 
   // ---- running -----------------------------------------------------------------------------------
   float Forward();  // returns Σ loss_weight · loss
-  float ForwardFromTo(int start, int end);
+  float ForwardFromTo(int start, int end);  // layers start..end, both included
   void Backward();
+  // Backward through layers start down to end, both included (start >= end), as Caffe's.
+  void BackwardFromTo(int start, int end);
+  // Whether Backward may run: a TRAIN net, or one with force_backward.
+  bool runs_backward() const { return runs_backward_; }
   void ClearParamDiffs();
   // Called by Backward after each layer's backward pass, with the layer's index, in backward order
   // (every layer, whether or not it has a backward pass): data-parallel training starts exchanging the

@@ -44,6 +44,9 @@ class Solver {
   // Trains to max_iter, from a snapshot when resume_file is given; snapshots at the end.
   void Solve(const std::string& resume_file = "");
   void Step(int iters);
+  // pycaffe's apply_update: one update of the weights from the gradients now in the train net (a
+  // script's own forward and backward), at the current iteration, which does not advance.
+  void UpdateFromCurrentGradients();
   void TestAll();
   // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns the .solverstate path. With ranks,
   // every rank calls it (the generator states are gathered) and rank 0 writes (others return "").

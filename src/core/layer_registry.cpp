@@ -63,7 +63,8 @@ constexpr ForeignType kForeignTypes[] = {
     {"Reorg", "YOLO's Caffe forks", ""},
     {"Region", "YOLO's Caffe forks", ""},
     {"Python", "Caffe's optional Python layers (python_param, built WITH_PYTHON_LAYER)",
-     "Cortado runs no Python layers"},
+     "this program runs no Python layers: trainer and the cortado Python package run them when "
+     "Cortado is built with Python (pybind11-dev, python3-dev; scripts/install_deps.sh)"},
 };
 
 const ForeignType* FindForeign(const std::string& type) {

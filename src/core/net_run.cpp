@@ -85,9 +85,12 @@ void Net::ForwardOnDevice(int start, int end) {
 
 float Net::Forward() { return ForwardFromTo(0, static_cast<int>(layers_.size()) - 1); }
 
-void Net::Backward() {
+void Net::Backward() { BackwardFromTo(static_cast<int>(layers_.size()) - 1, 0); }
+
+void Net::BackwardFromTo(int start, int end) {
   CHECK(runs_backward_) << "Backward on a TEST net without force_backward";
-  for (int i = static_cast<int>(layers_.size()) - 1; i >= 0; --i) {
+  CHECK(start < static_cast<int>(layers_.size()) && end >= 0) << "BackwardFromTo(" << start << ", " << end << ")";
+  for (int i = start; i >= end; --i) {
     if (layer_need_backward_[i]) layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
     if (backward_observer_) backward_observer_(i);
   }

@@ -548,6 +548,14 @@ void Solver::StopDiverged(int iteration, float loss) {
        param_.clip_gradients() < 0 ? " or set clip_gradients" : "");
 }
 
+void Solver::UpdateFromCurrentGradients() {
+  if (stepper_) {
+    stepper_->RunUpdate(iter_);
+  } else {
+    ApplyUpdate();
+  }
+}
+
 // CPU nets; on a GPU the GpuStepper's fused kernel does all of this.
 void Solver::ApplyUpdate() {
   const float rate = LearningRate(param_, iter_);
