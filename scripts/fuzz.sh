@@ -44,7 +44,7 @@ mkdir -p "$FUZZ_DIR"
 # Only the test files of the sanitizer subset are built: the layers' numerics and the GPU comparisons
 # are the ordinary build's (scripts/test.sh), and CI's time is better spent fuzzing.
 CC=clang CXX=clang++ cmake -S "$REPO_ROOT" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Release -DCORTADO_USE_CUDA=OFF \
-  -DCORTADO_USE_MPI=OFF -DCORTADO_SANITIZE=ON -DCORTADO_FUZZ=ON \
+  -DCORTADO_USE_MPI=OFF -DCORTADO_USE_PYTHON=OFF -DCORTADO_SANITIZE=ON -DCORTADO_FUZZ=ON \
   -DCORTADO_TEST_FILTER="/tests/(core|data|io|net|solvers|tools)/" >"$FUZZ_DIR/configure.log" 2>&1 ||
   { cat "$FUZZ_DIR/configure.log"; die "configuring $FUZZ_DIR failed"; }
 log "cmake --build $FUZZ_DIR -j$JOBS"

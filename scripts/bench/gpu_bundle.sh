@@ -48,9 +48,11 @@ step env CORTADO_TOOLS="$BUILD_DIR/tools" CIFAR_SHAPED_DEST="$stage/cifar10" dat
 
 # The GPU binaries are built without OpenCV: its chain of libraries (GDAL, Poppler, codecs...) alone
 # would pass the 64 MiB a device call may carry, and nothing on the GPU machine decodes images.
+# Nor Python: the GPU machine's Python is another version than the one the package would be built for.
 BUILD_DIR="$REPO_ROOT/build-gpu"
 export CMAKE_CUDA_ARCHITECTURES="${CMAKE_CUDA_ARCHITECTURES:-90}"
-CORTADO_USE_CUDA=ON CORTADO_CMAKE_ARGS="-DCORTADO_USE_OPENCV=OFF ${CORTADO_CMAKE_ARGS:-}" cortado_configure
+CORTADO_USE_CUDA=ON CORTADO_CMAKE_ARGS="-DCORTADO_USE_OPENCV=OFF -DCORTADO_USE_PYTHON=OFF ${CORTADO_CMAKE_ARGS:-}" \
+  cortado_configure
 tools=(trainer convert_mnist_data compute_image_mean convert_mnist_siamese_data extract_features)
 cortado_build "${tools[@]}" cortado_tests
 step data/get_mnist.sh

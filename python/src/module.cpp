@@ -1,0 +1,46 @@
+// module.cpp — the `cortado` module's session functions (pycaffe's set_mode_cpu, set_mode_gpu,
+// set_device, set_random_seed, layer_type_list, has_nccl) and the assembly of its parts.
+#include <glog/logging.h>
+
+#include "binding.hpp"
+#include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
+#include "cortado/layer_registry.hpp"
+
+namespace cortado::python {
+
+void DefineModule(py::module_& m) {
+  m.doc() = "Cortado's Python interface: pycaffe's API (import cortado as caffe)";
+  static py::exception<Error> error(m, "CortadoError", PyExc_RuntimeError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const Error& e) {
+      error(e.what());
+    }
+  });
+  m.attr("TRAIN") = static_cast<int>(TRAIN);
+  m.attr("TEST") = static_cast<int>(TEST);
+  m.def("set_mode_cpu", [] { session().device = Device::kCPU; });
+  m.def("set_mode_gpu", [] { session().device = Device::kGPU; });
+  m.def("set_device", [](int id) {
+    CORTADO_REQUIRE(id >= 0, "set_device: GPU ", id, " does not exist");
+    session().gpu_id = id;
+  });
+  m.def("set_random_seed", [](int64_t seed) { session().seed = seed; });
+  m.def("layer_type_list", [] { return LayerRegistry::Types(); });
+  // pycaffe's NCCL class (multi-GPU training driven from Python) is not provided: several GPUs train
+  // through trainer --gpu=0,1,... or mpirun.
+  m.def("has_nccl", [] { return false; }, "Whether pycaffe's NCCL class is available: no (use trainer --gpu)");
+  m.def("has_gpu", [] { return BuiltWithCuda(); }, "Whether this build has the GPU path (CUDA)");
+  m.def("init_log", [](int level) {
+    FLAGS_logtostderr = true;
+    FLAGS_minloglevel = level;
+  }, py::arg("level") = 0, "Logs to stderr from glog level `level` up (0 INFO, 1 WARNING, 2 ERROR)");
+  DefineBlob(m);
+  DefineLayer(m);
+  DefineNet(m);
+  DefineSolver(m);
+}
+
+}  // namespace cortado::python

@@ -1,0 +1,68 @@
+"""conftest.py: what the Python tests share: the package under test (from <build>/python, which CTest
+puts on PYTHONPATH), the mode fixture that runs a test on the CPU and, where one is at hand, the GPU,
+and small nets written as prototxt text."""
+import os
+import pathlib
+import textwrap
+
+import pytest
+
+import cortado
+
+REPO = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get('CORTADO_BUILD_DIR', REPO / 'build'))
+
+
+def _gpu_present():
+    if not cortado.has_gpu():
+        return False
+    cortado.set_mode_gpu()
+    try:
+        cortado.Net(str(write_text(pathlib.Path('/tmp'), 'cortado_gpu_probe.prototxt', TINY)), cortado.TEST)
+        return True
+    except cortado.CortadoError:
+        return False
+    finally:
+        cortado.set_mode_cpu()
+
+
+def write_text(directory, name, text):
+    path = pathlib.Path(directory) / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+# Input (2x3) -> InnerProduct (4) -> ReLU -> Softmax; differentiable from the input.
+TINY = """
+name: "tiny"
+force_backward: true
+layer { name: "data" type: "Input" top: "data" input_param { shape { dim: 2 dim: 3 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
+        inner_product_param { num_output: 4 weight_filler { type: "gaussian" std: 0.5 }
+                              bias_filler { type: "constant" value: 0.1 } } }
+layer { name: "relu" type: "ReLU" bottom: "ip" top: "relu" }
+layer { name: "prob" type: "Softmax" bottom: "relu" top: "prob" }
+"""
+
+GPU = None
+
+
+@pytest.fixture(params=['cpu', 'gpu'])
+def mode(request):
+    """Runs the test on the CPU, then on the GPU (skipped visibly without one)."""
+    global GPU
+    if request.param == 'gpu':
+        if GPU is None:
+            GPU = _gpu_present()
+        if not GPU:
+            pytest.skip('no GPU here')
+        cortado.set_mode_gpu()
+    else:
+        cortado.set_mode_cpu()
+    yield request.param
+    cortado.set_mode_cpu()
+
+
+@pytest.fixture
+def tiny(tmp_path):
+    return str(write_text(tmp_path, 'tiny.prototxt', TINY))
