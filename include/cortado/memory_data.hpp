@@ -11,9 +11,8 @@
 // so the arrays may change after Forward returns) and advances by batch_size, back to the start after
 // n items. Forward before any Reset is an Error naming the layer. Backward does nothing.
 //
-// transform_param: only scale (the data top is the array's values times scale); any other field is
-// refused at setup. Caffe's MemoryData leaves Reset's arrays untransformed whatever transform_param
-// says; setup logs a warning when scale is not 1.
+// transform_param is accepted and not applied to the arrays (as Caffe, which applies it only to Datums
+// added one by one); setup logs a warning when a prototxt sets it.
 //
 // set_batch_size(b) serves batches of b items from the next Forward on, starting again at the first
 // item: b may not exceed the batch_size the net was planned with (its memory), a smaller b reshapes
@@ -76,7 +75,6 @@ class MemoryDataLayer : public Layer {
   int planned_batch_size_ = 0;  // memory_data_param's: the tops' capacity
   int served_batch_size_ = 0;   // the tops' batch size, as last reshaped
   int channels_ = 0, height_ = 0, width_ = 0;
-  float scale_ = 1.0f;                // transform_param scale
   std::vector<int> data_shape_;       // {batch_size, channels, height, width}
   std::vector<int> label_shape_;      // {batch_size}
   const float* data_ = nullptr;       // the caller's arrays (Reset)

@@ -38,24 +38,11 @@ void MemoryDataLayer::LayerSetUp(const BlobVec&, const BlobVec&) {
   data_shape_ = {batch_size_, channels_, height_, width_};
   label_shape_ = {batch_size_};
 
-  scale_ = 1.0f;
-  if (param_.has_transform_param()) {
-    const TransformationParameter& t = param_.transform_param();
-    const char* unsupported = t.mirror()                ? "mirror"
-                              : t.crop_size() > 0       ? "crop_size"
-                              : t.has_mean_file()       ? "mean_file"
-                              : t.mean_value_size() > 0 ? "mean_value"
-                              : t.force_color()         ? "force_color"
-                              : t.force_gray()          ? "force_gray"
-                                                        : nullptr;
-    CORTADO_REQUIRE(unsupported == nullptr, Describe(), ": transform_param ", unsupported ? unsupported : "",
-                    " is not supported: MemoryData serves the arrays given to Reset as they are, at most "
-                    "multiplied by transform_param scale; transform them before Reset");
-    scale_ = t.scale();
-    if (scale_ != 1.0f)
-      LOG(WARNING) << Describe() << ": multiplies the arrays given to Reset by transform_param scale "
-                   << scale_ << " (Caffe's MemoryData leaves them untransformed)";
-  }
+  // As Caffe: transform_param applies to Datums added one by one (which Cortado's MemoryData does not
+  // take), never to the arrays given to Reset; a prototxt that sets it still runs, with a warning.
+  if (param_.has_transform_param())
+    LOG(WARNING) << Describe() << ": transform_param is not applied to the arrays given to Reset "
+                 << "(set_input_arrays), as in Caffe: transform them before";
 }
 
 void MemoryDataLayer::Reshape(const BlobVec&, const BlobVec& top) {
@@ -104,11 +91,7 @@ void MemoryDataLayer::Forward_cpu(const BlobVec&, const BlobVec& top) {
   PrepareTops(top);
   const int64_t count = int64_t{batch_size_} * item_size();
   const float* data = data_ + int64_t{pos_} * item_size();
-  if (scale_ == 1.0f) {
-    std::memcpy(top[0]->data(), data, static_cast<size_t>(count) * sizeof(float));
-  } else {
-    cpu_scale(count, scale_, data, top[0]->data());
-  }
+  std::memcpy(top[0]->data(), data, static_cast<size_t>(count) * sizeof(float));
   std::memcpy(top[1]->data(), labels_ + pos_, static_cast<size_t>(batch_size_) * sizeof(float));
   pos_ = (pos_ + batch_size_) % n_;
 }
@@ -119,7 +102,6 @@ void MemoryDataLayer::Forward_gpu(const BlobVec&, const BlobVec& top) {
   const int64_t count = int64_t{batch_size_} * item_size();
   UploadAndWait(ctx_, count, data_ + int64_t{pos_} * item_size(), top[0]->data());
   UploadAndWait(ctx_, batch_size_, labels_ + pos_, top[1]->data());
-  if (scale_ != 1.0f) gpu_scale(ctx_, count, scale_, top[0]->data());
   pos_ = (pos_ + batch_size_) % n_;
 }
 

@@ -1,5 +1,5 @@
 // memory_data_gpu_test.cpp — MemoryData on a GPU net against a CPU net fed the same arrays: the
-// uploaded batches (in order, wrapping around, scaled), the labels, the scores and the loss of the
+// uploaded batches (exact copies, in order, wrapping around), the labels, the scores and the loss of the
 // layers after it, through a smaller batch size and back; a bad label is found on the host and named
 // by the loss. The layer claims GPU support exactly when built with CUDA.
 #include <algorithm>
@@ -20,7 +20,7 @@ namespace {
 
 const char* kNet = R"(
 name: "memory"
-layer { name: "m" type: "MemoryData" top: "data" top: "label" transform_param { scale: 0.5 }
+layer { name: "m" type: "MemoryData" top: "data" top: "label"
         memory_data_param { batch_size: 3 channels: 2 height: 2 width: 2 } }
 layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
         inner_product_param { num_output: 4 weight_filler { type: "gaussian" std: 0.3 }
@@ -82,12 +82,12 @@ TEST(MemoryDataGpu, BatchesLossAndBatchSizeChangesMatchTheCpu) {
     }
     EXPECT_EQ(gpu->blob_by_name("data")->shape(0), batches[k]) << step;
   }
-  // Exact copies: data is the array times 0.5 (a power of two), labels as given.
+  // Exact copies of the arrays.
   MemoryData(*gpu).Reset(data.data(), labels.data(), 6);
   gpu->Forward();
   const std::vector<float> first = gpu->blob_by_name("data")->ReadData();
   ASSERT_EQ(first.size(), 24u);
-  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], 0.5f * data[i]) << i;
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(first[i], data[i]) << i;
   EXPECT_EQ(gpu->blob_by_name("label")->ReadData(), (std::vector<float>{3, 0, 2}));
 }
 
