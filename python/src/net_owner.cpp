@@ -8,17 +8,6 @@
 #include "cortado/upgrade.hpp"
 
 namespace cortado::python {
-namespace {
-
-void GpuOrHostCopy(float* to, const float* from, int64_t count, Device device) {
-  if (device == Device::kGPU) {
-    GpuCopy(to, from, count * sizeof(float));
-  } else {
-    std::copy(from, from + count, to);
-  }
-}
-
-}  // namespace
 
 Session& session() {
   static Session state;
@@ -141,8 +130,7 @@ void OwnNet::CopyIfSameShape(const std::string& blob, const Net& from, Net& to) 
   if (!from.has_blob(blob) || !to.has_blob(blob) || blob == pending_name_) return;
   const Blob& source = *from.blob_by_name(blob);
   Blob& target = *to.blob_by_name(blob);
-  if (source.shape() == target.shape() && source.count() > 0)
-    GpuOrHostCopy(target.data(), source.data(), source.count(), source.device());
+  if (source.shape() == target.shape() && source.count() > 0) target.WriteData(source.ReadData());
 }
 
 }  // namespace cortado::python

@@ -98,8 +98,7 @@ def test_solve_resumes(tmp_path):
 
 
 def test_test_nets_share_the_weights(tmp_path, mode):
-    net = NET.replace('name: "x" type: "DummyData"', 'name: "x" type: "DummyData"')
-    path = solver_file(tmp_path, 'test_iter: 1\ntest_interval: 100', net)
+    path = solver_file(tmp_path, 'test_iter: 1\ntest_interval: 100')
     solver = cortado.SGDSolver(path)
     assert len(solver.test_nets) == 1
     solver.step(2)
