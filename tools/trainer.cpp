@@ -4,6 +4,7 @@
 //   mpirun -np N [-H host1,host2] trainer train ...: one rank per process, on its local GPU or the CPU
 //   trainer test --model=M --weights=W [--iterations=50] [--gpu=N]
 //   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST] [--gpu=N] [--batch_size=B]
+//                [--output=times.csv|times.json]
 //   trainer train|time ... --plan_only [--max_memory=80G]: the memory plan, allocating nothing
 //   trainer device_query [--gpu=N]
 //   trainer upgrade --model=OLD.prototxt|OLD.caffemodel --output=NEW
@@ -18,6 +19,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <iomanip>
@@ -37,12 +39,14 @@
 #include "cortado/io.hpp"
 #include "cortado/parallel.hpp"
 #include "cortado/solver.hpp"
+#include "cortado/time_report.hpp"
 #include "cortado/tool.hpp"
 #include "cortado/upgrade.hpp"
 
 DEFINE_string(solver, "", "The solver prototxt (train)");
 DEFINE_string(model, "", "The net prototxt (test, time), or the net to upgrade (upgrade: a prototxt or .caffemodel)");
-DEFINE_string(output, "", "Where upgrade writes the upgraded net (binary when --model is a .caffemodel)");
+DEFINE_string(output, "", "upgrade: where to write the upgraded net (binary when --model is a .caffemodel); time: "
+              "also write the per-layer and total times to this .csv or .json file");
 DEFINE_string(weights, "", "Comma-separated .caffemodel files: fine-tune from them (train) or test them (test)");
 DEFINE_string(snapshot, "", "A .solverstate to resume training from");
 DEFINE_int32(iterations, 50, "Iterations to run (test, time)");
@@ -65,6 +69,8 @@ DEFINE_int32(cudnn_workspace_limit_mb, -1, "GPU: the most workspace one cuDNN co
              "solver field cudnn_workspace_limit_mb, default 1024)");
 DEFINE_bool(memory_reuse, true, "Let buffers whose lifetimes do not overlap share memory (as the solver and net "
             "field memory_reuse); --memory_reuse=false gives each its own, for debugging");
+DEFINE_bool(metrics, true, "train: write <snapshot prefix>_metrics.jsonl beside the snapshots, one JSON object per "
+            "display and test (--metrics=false: as the solver field write_metrics: false)");
 DEFINE_bool(plan_only, false, "train, time: print the memory plan of the nets (on --gpu's device, which need not be "
             "present) and exit without allocating or running anything");
 DEFINE_string(max_memory, "", "With --plan_only: also find the largest batch whose plan fits in this many bytes "
@@ -414,6 +420,7 @@ int Train(cortado::Ranks* ranks) {
   }
   ApplyGpuFlags(&param);
   if (!FLAGS_memory_reuse) param.set_memory_reuse(false);
+  if (!FLAGS_metrics) param.set_write_metrics(false);
   if (FLAGS_exchange_bucket_mb > 0) param.set_exchange_bucket_mb(static_cast<float>(FLAGS_exchange_bucket_mb));
   if (FLAGS_plan_only) {
     return PrintPlan([&](int batch, std::string* summary) {
@@ -510,12 +517,28 @@ int Test() {
   return 0;
 }
 
+// time --output: a .csv or .json file in a directory that exists (checked before the benchmark runs).
+void CheckTimeOutput(const std::string& path) {
+  CORTADO_REQUIRE(cortado::IsTimeReportPath(path), "--output=", path, ": time writes a .csv or a .json file");
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  CORTADO_REQUIRE(dir.empty() || std::filesystem::is_directory(dir), "--output=", path, ": directory '", dir,
+                  "' does not exist");
+}
+
+// The batch of a net: axis 0 of its first layer's first top (a data or input layer's), or 0.
+int BatchOf(const cortado::Net& net) {
+  for (const auto& tops : net.top_vecs())
+    if (!tops.empty() && tops[0]->num_axes() > 0) return tops[0]->shape(0);
+  return 0;
+}
+
 int Time() {
   CORTADO_REQUIRE(!FLAGS_model.empty(), "time needs --model=NET.prototxt");
   CORTADO_REQUIRE(FLAGS_iterations > 0, "--iterations must be positive");
   cortado::Phase phase;
   CORTADO_REQUIRE(cortado::Phase_Parse(FLAGS_phase, &phase), "--phase=", FLAGS_phase,
                   " is not valid (choose TRAIN or TEST)");
+  if (!FLAGS_output.empty()) CheckTimeOutput(FLAGS_output);
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(phase);
@@ -579,10 +602,10 @@ int Time() {
     clock.Wait();
     for (int i = 0; i < n; ++i) {
       forward_ms[i] += clock.Ms(i, i + 1);
-      backward_ms[i] += clock.Ms(2 * n - i, 2 * n + 1 - i);
+      if (backward) backward_ms[i] += clock.Ms(2 * n - i, 2 * n + 1 - i);
     }
     forward_total += clock.Ms(0, n);
-    backward_total += clock.Ms(n + 1, 2 * n + 1);
+    if (backward) backward_total += clock.Ms(n + 1, 2 * n + 1);
     LOG(INFO) << "Iteration: " << it + 1 << " forward-backward time: " << clock.Ms(0, 2 * n + 1) << " ms.";
   }
   const double total = ms_since(start);
@@ -598,6 +621,23 @@ int Time() {
   LOG(INFO) << "Average Forward-Backward: " << total / FLAGS_iterations << " ms.";
   LOG(INFO) << "Total Time: " << total << " ms.";
   LOG(INFO) << "*** Benchmark ends ***";
+  if (FLAGS_output.empty()) return 0;
+  cortado::TimeReport report;
+  report.model = FLAGS_model;
+  report.phase = FLAGS_phase;
+  report.device = ctx.device() == cortado::Device::kGPU ? "GPU " + std::to_string(ctx.gpu_id()) : "CPU";
+  report.threads = cortado::Context::CpuThreads();
+  report.batch_size = BatchOf(net);
+  report.iterations = FLAGS_iterations;
+  for (size_t i = 0; i < layers.size(); ++i)
+    report.layers.push_back({net.layer_names()[i], layers[i]->type(), forward_ms[i] / FLAGS_iterations,
+                             backward_ms[i] / FLAGS_iterations});
+  report.forward_ms = forward_total / FLAGS_iterations;
+  report.backward_ms = backward_total / FLAGS_iterations;
+  report.forward_backward_ms = total / FLAGS_iterations;
+  report.total_ms = total;
+  cortado::WriteTimeReport(report, FLAGS_output);
+  LOG(INFO) << "Wrote the times to " << FLAGS_output;
   return 0;
 }
 

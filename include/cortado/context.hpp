@@ -67,6 +67,7 @@ class Context {
   // Threads the CPU code may use (OpenMP; BLAS runs inside them); 0 keeps OMP_NUM_THREADS or the
   // number of cores.
   static void SetCpuThreads(int threads);
+  static int CpuThreads();  // what the CPU code now uses
 
  private:
   Device device_;

@@ -21,6 +21,7 @@ class UpdateRule;
 class GpuStepper;
 class Ranks;
 class GradientExchange;
+class MetricsLog;
 
 class Solver {
  public:
@@ -96,6 +97,8 @@ class Solver {
   void CheckGpuDivergence();
   // GPU: the lines ApplyUpdate logs on display iterations (the rate, clipping).
   void LogGpuUpdate();
+  // snapshot_prefix, or the solver file's path without its extension.
+  std::string SnapshotPrefix() const;
   std::string SnapshotFilename(const std::string& extension) const;
   // The layers with a data reader: train net first, then each test net, in layer order.
   std::vector<Layer*> Readers() const;
@@ -129,6 +132,7 @@ class Solver {
   volatile std::sig_atomic_t snapshot_requested_ = 0;
   Ranks* ranks_ = nullptr;  // data parallel; null: this solver trains alone
   std::unique_ptr<GradientExchange> exchange_;
+  std::unique_ptr<MetricsLog> metrics_;  // Solve's metrics file (write_metrics; rank 0 only)
   bool exchange_per_layer_ = false;  // Backward's observer starts buckets (the last pass of an iteration)
   bool stop_agreed_ = false, snapshot_agreed_ = false;
   bool stopped_early_ = false;  // the last Step ended on a stop request

@@ -57,4 +57,6 @@ void Context::SetCpuThreads(int threads) {
   if (threads > 0) omp_set_num_threads(threads);
 }
 
+int Context::CpuThreads() { return omp_get_max_threads(); }
+
 }  // namespace cortado

@@ -26,6 +26,7 @@
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "cortado/metrics_log.hpp"
 #include "cortado/parallel.hpp"
 #include "cortado/update_rules.hpp"
 
@@ -69,6 +70,20 @@ void SetState(NetParameter* net, Phase phase, const NetState* extra) {
   if (extra) state.MergeFrom(*extra);
   state.set_phase(phase);
   *net->mutable_state() = state;
+}
+
+// The outputs of `net` as the metrics file lists them: each output blob's name with its values, taken
+// in order from `flat` (every output's values one after another, as the log lines number them).
+std::vector<MetricsLog::Output> OutputsOf(const Net& net, const std::vector<double>& flat) {
+  std::vector<MetricsLog::Output> outputs;
+  size_t k = 0;
+  for (size_t o = 0; o < net.output_blobs().size(); ++o) {
+    MetricsLog::Output output{net.blob_names()[net.output_blob_indices()[o]], {}};
+    for (int64_t j = 0; j < net.output_blobs()[o]->count() && k < flat.size(); ++j)
+      output.values.push_back(static_cast<float>(flat[k++]));
+    outputs.push_back(std::move(output));
+  }
+  return outputs;
 }
 
 }  // namespace
@@ -352,6 +367,8 @@ void Solver::Solve(const std::string& resume_file) {
     LOG(INFO) << "Restoring previous solver status from " << resume_file;
     Restore(resume_file);
   }
+  if (is_root() && param_.write_metrics())
+    metrics_ = std::make_unique<MetricsLog>(SnapshotPrefix() + "_metrics.jsonl", resume_file.empty() ? -1 : iter_);
   Step(param_.max_iter() - iter_);
   if (stopped_early_) {
     Snapshot();
@@ -366,9 +383,11 @@ void Solver::Solve(const std::string& resume_file) {
     MeanOverRanks(&loss);
     UpdateSmoothedLoss(static_cast<float>(loss[0]), iter_);
     LOG_IF(INFO, is_root()) << "Iteration " << iter_ << ", loss = " << smoothed_loss_;
+    if (metrics_) metrics_->Train(iter_, LearningRate(param_, iter_), smoothed_loss_, {});
   }
   if (param_.test_interval() && iter_ % param_.test_interval() == 0 && is_root()) TestAll();
   LOG_IF(INFO, is_root()) << "Optimization Done.";
+  metrics_.reset();
 }
 
 void Solver::UpdateSmoothedLoss(float loss, int start_iter) {
@@ -473,6 +492,7 @@ void Solver::Step(int iters) {
                     << std::setprecision(3) << exchange_wait - last_display_exchange << "s of " << lapse << "s)";
         }
         last_display_exchange = exchange_wait;
+        if (metrics_) metrics_->Train(iter_, LearningRate(param_, iter_), smoothed_loss_, OutputsOf(*net_, outputs));
         LogProgress(std::chrono::duration<double>(now - step_start).count(), iter_ - start_iter);
       }
     }
@@ -591,6 +611,11 @@ void Solver::Test(int id) {
     }
   }
   if (param_.test_compute_loss()) LOG(INFO) << "Test loss: " << loss / iterations;
+  if (metrics_) {
+    std::vector<double> means(scores);
+    for (double& mean : means) mean = static_cast<float>(mean / iterations);
+    metrics_->Test(iter_, id, LearningRate(param_, iter_), OutputsOf(net, means));
+  }
   last_test_scores_[id].clear();
   size_t k = 0;
   for (size_t o = 0; o < net.output_blobs().size(); ++o) {
@@ -607,13 +632,14 @@ void Solver::Test(int id) {
   }
 }
 
+std::string Solver::SnapshotPrefix() const {
+  if (!param_.snapshot_prefix().empty()) return param_.snapshot_prefix();
+  const std::filesystem::path p(solver_path_);
+  return (p.parent_path() / p.stem()).string();
+}
+
 std::string Solver::SnapshotFilename(const std::string& extension) const {
-  std::string prefix = param_.snapshot_prefix();
-  if (prefix.empty()) {
-    std::filesystem::path p(solver_path_);
-    prefix = (p.parent_path() / p.stem()).string();
-  }
-  return prefix + "_iter_" + std::to_string(iter_) + extension;
+  return SnapshotPrefix() + "_iter_" + std::to_string(iter_) + extension;
 }
 
 std::string Solver::Snapshot() {
