@@ -10,14 +10,16 @@
 //                                           uint8, integers and floats as themselves); Caffe ignores them
 //                                           and a file without them reads with those fields unset.
 //
-// Also the reader of the HDF5Data layer: named numeric datasets of a file, read whole as floats.
+// Also the reader of the HDF5Data layer (named numeric datasets of a file, read whole as floats) and
+// the writer of the HDF5Output layer (float32 datasets that grow by rows, in a file kept open).
 //
-// Writes go through a temporary file and a rename (WriteFileAtomically). Every failure is a
+// Snapshot writes go through a temporary file and a rename (WriteFileAtomically). Every failure is a
 // cortado::Error naming the file, with libhdf5's own reason; libhdf5 prints nothing on stderr.
 // A build without libhdf5 links src/io/no_hdf5/, whose functions throw an Error saying so.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,5 +58,28 @@ struct Hdf5Dataset {
 // The datasets /<name> of the file at path, in the order of names (HDF5Data: one per top). A missing
 // file, one that is not HDF5, and a missing or non-numeric dataset are each an Error naming the file.
 std::vector<Hdf5Dataset> ReadHdf5Datasets(const std::string& path, const std::vector<std::string>& names);
+
+// A file of float32 datasets that grow along axis 0, kept open while rows are appended (HDF5Output).
+// The constructor creates the file, truncating one that exists; its directory must exist. Append adds
+// rows to dataset /<name>, creating it at the first call: chunked, extendible along axis 0, its other
+// axes fixed by that call. Flush writes everything out, so that the file is complete for other readers
+// (ReadHdf5Datasets, h5py, other processes: the file is not locked) while it stays open; the destructor
+// closes it. Every failure is an Error naming the file (without libhdf5: the constructor's, saying so).
+class Hdf5RowWriter {
+ public:
+  explicit Hdf5RowWriter(const std::string& path);
+  ~Hdf5RowWriter();
+  Hdf5RowWriter(const Hdf5RowWriter&) = delete;
+  Hdf5RowWriter& operator=(const Hdf5RowWriter&) = delete;
+
+  // Appends dims[0] rows of shape dims[1..] (values row-major, dims[0]·… floats) to /<name>. A row
+  // shape other than the one /<name> was created with is an Error, and the dataset is left unchanged.
+  void Append(const std::string& name, const std::vector<int64_t>& dims, const float* values);
+  void Flush();
+
+ private:
+  struct State;  // the open file and datasets (src/io/hdf5/hdf5_row_writer.cpp)
+  std::unique_ptr<State> state_;
+};
 
 }  // namespace cortado

@@ -52,6 +52,16 @@ void WriteString(hid_t parent, const std::string& name, const std::string& value
   where.Check(H5Dwrite(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, value.c_str()), what);
 }
 
+PlistHandle UnlockedFileAccess(const std::string& what, const Where& where) {
+  PlistHandle access(where.Check(H5Pcreate(H5P_FILE_ACCESS), what));
+  // H5Pset_file_locking came with libhdf5 1.10.7 and 1.12.1; older versions lock unless the
+  // HDF5_USE_FILE_LOCKING environment variable says FALSE.
+#if H5_VERSION_GE(1, 12, 1) || (H5_VERS_MAJOR == 1 && H5_VERS_MINOR == 10 && H5_VERS_RELEASE >= 7)
+  where.Check(H5Pset_file_locking(access.get(), false, true), what);
+#endif
+  return access;
+}
+
 FileHandle OpenForReading(const std::string& path, const Where& where) {
   if (!FileExists(path)) where.Fail("no such file");
   std::error_code ec;
@@ -59,8 +69,8 @@ FileHandle OpenForReading(const std::string& path, const Where& where) {
   const htri_t is_hdf5 = H5Fis_hdf5(path.c_str());
   if (is_hdf5 < 0) where.Fail("cannot open it");
   if (is_hdf5 == 0) where.Fail("not an HDF5 file");
-  return FileHandle(where.Check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT),
-                                "cannot open it as HDF5"));
+  const PlistHandle access = UnlockedFileAccess("cannot open it as HDF5", where);
+  return FileHandle(where.Check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()), "cannot open it as HDF5"));
 }
 
 bool Exists(hid_t parent, const std::string& name) {

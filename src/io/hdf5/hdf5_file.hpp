@@ -186,8 +186,14 @@ void WriteHdf5File(const std::string& temp_path, const Where& where, const Fill&
 
 // ---- reading -------------------------------------------------------------------------------------
 
+// File access properties without libhdf5's file locks (1.10 and later lock a file for as long as it
+// is open): the HDF5Output layer's file stays open for writing while others read it, and within one
+// process (and the reading child processes, which share the parent's open files) every open of a file
+// must agree on locking. `what` is the error message's.
+PlistHandle UnlockedFileAccess(const std::string& what, const Where& where);
+
 // A missing file, one that is not HDF5 and one that libhdf5 cannot open (truncated) are each an
-// Error naming the file.
+// Error naming the file. Opened without file locks (UnlockedFileAccess).
 FileHandle OpenForReading(const std::string& path, const Where& where);
 
 // Whether parent has a link `name` (one path component).

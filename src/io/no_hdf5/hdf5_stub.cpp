@@ -1,6 +1,6 @@
-// hdf5_stub.cpp — linked when the build has no libhdf5: every HDF5 snapshot call, and the HDF5Data
-// layer's reader, throws an Error that says how to get HDF5 support (the real code is
-// src/io/hdf5/hdf5_format.cpp and src/io/hdf5/hdf5_dataset_read.cpp).
+// hdf5_stub.cpp — linked when the build has no libhdf5: every HDF5 snapshot call, the HDF5Data
+// layer's reader and the HDF5Output layer's writer throw an Error that says how to get HDF5 support
+// (the real code is src/io/hdf5/hdf5_format.cpp, hdf5_dataset_read.cpp and hdf5_row_writer.cpp).
 #include "cortado/error.hpp"  // Fail
 #include "cortado/hdf5.hpp"
 
@@ -24,5 +24,12 @@ SolverState ReadSolverStateFromHdf5(const std::string& path) { NoHdf5(path); }
 std::vector<Hdf5Dataset> ReadHdf5Datasets(const std::string& path, const std::vector<std::string>&) {
   NoHdf5(path);
 }
+
+// The constructor throws, so no writer exists to append to, flush or close.
+struct Hdf5RowWriter::State {};
+Hdf5RowWriter::Hdf5RowWriter(const std::string& path) { NoHdf5(path); }
+Hdf5RowWriter::~Hdf5RowWriter() = default;
+void Hdf5RowWriter::Append(const std::string&, const std::vector<int64_t>&, const float*) {}
+void Hdf5RowWriter::Flush() {}
 
 }  // namespace cortado
