@@ -153,10 +153,11 @@ void ParseEveryRecord(const RecordSource& records) {
 }
 
 bool SafeToRun(const NetParameter& net) {
+  // WindowData reads the images its window file names, wherever they are, and decodes them.
   for (const auto& layer : net.layer())
-    if (layer.type() == "HDF5Output") return false;
-  for (const auto& layer : net.layers())  // V1: HDF5_OUTPUT is 10
-    if (layer.type() == V1LayerParameter::HDF5_OUTPUT) return false;
+    if (layer.type() == "HDF5Output" || layer.type() == "WindowData") return false;
+  for (const auto& layer : net.layers())  // V1: HDF5_OUTPUT is 10, WINDOW_DATA 24
+    if (layer.type() == V1LayerParameter::HDF5_OUTPUT || layer.type() == V1LayerParameter::WINDOW_DATA) return false;
   return true;
 }
 
