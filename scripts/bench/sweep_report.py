@@ -52,7 +52,10 @@ def plot(lines, path):
     batches = sorted({b for points in lines.values() for b, _ in points})
     ax.set_xticks(batches, [str(b) for b in batches])
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    ax.set_yscale('log')
+    ax.set_yscale('log')  # plain numbers at 1, 2 and 5 times the powers of ten
+    ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda value, _: f'{value:g}'))
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
     ax.set_xlabel('batch size')
     ax.set_ylabel('images/s (training: forward + backward)')
     ax.set_title('Cortado training throughput (trainer time)')
