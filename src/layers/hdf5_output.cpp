@@ -1,15 +1,17 @@
 // hdf5_output.cpp — HDF5Output: writes its two bottoms to an HDF5 file, as Caffe's HDF5Output layer,
 // except that every forward appends to the file where Caffe's can write only one batch.
 // hdf5_output_param.file_name: the file, created at setup (one that exists is truncated; its directory
-// must exist). Bottom 0 goes to the float32 dataset /data, bottom 1 to /label, each with its bottom's
-// shape except axis 0, which counts the rows of every forward so far: after k forwards of N rows,
-// /data is (k·N, bottom 0's shape without axis 0). (Caffe's file holds one batch, with the bottoms'
-// legacy 4-axis shapes.) The bottoms have the same number of rows; the shape of a row is fixed by the
-// first forward. The file is flushed after each forward, so that it is complete for other readers
-// (the HDF5Data layer, h5py) while the net runs, and closed with the layer (cortado/hdf5.hpp,
-// Hdf5RowWriter). No tops; no gradient (Backward zeroes the diffs of the bottoms that ask for one).
-// On a GPU net the bottoms are copied to the host (Blob::ReadData waits for the GPU), so the layer is
-// never captured in a CUDA graph. A plan-only context creates no file.
+// must exist). Bottom 0 goes to the float32 dataset /data, bottom 1 to /label, in Caffe's layout: a
+// bottom of fewer than 4 axes is written with trailing axes of 1 up to 4 (N×D → N×D×1×1), as Caffe's
+// legacy num/channels/height/width shape; one of more axes keeps its shape. Axis 0 counts the rows of
+// every forward so far: after k forwards of N rows, /data is (k·N, ...). The bottoms have the same
+// number of rows; the shape of a row is fixed by the first forward. The file is flushed after each
+// forward, so that it is complete for other readers (the HDF5Data layer, h5py) while the net runs,
+// and closed with the layer (cortado/hdf5.hpp, Hdf5RowWriter). No tops; no gradient (Backward zeroes
+// the diffs of the bottoms that ask for one). On a GPU net the bottoms are copied to the host
+// (Blob::ReadData waits for the GPU), so the layer is never captured in a CUDA graph. A plan-only
+// context creates no file.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,18 +94,20 @@ class HDF5OutputLayer : public Layer {
   // A row shape other than the first forward's is refused before either dataset is touched.
   void Write(const BlobVec& bottom, const std::vector<const float*>& values) {
     CORTADO_REQUIRE(writer_ != nullptr, Describe(), ": the net was built for planning only and has no file to write");
+    std::vector<std::vector<int64_t>> dims;  // Caffe's layout: at least 4 axes
     std::vector<std::vector<int>> rows;
-    for (int i = 0; i < 2; ++i) rows.emplace_back(bottom[i]->shape().begin() + 1, bottom[i]->shape().end());
+    for (int i = 0; i < 2; ++i) {
+      dims.emplace_back(bottom[i]->shape().begin(), bottom[i]->shape().end());
+      dims[i].resize(std::max<size_t>(dims[i].size(), 4), 1);
+      rows.emplace_back(dims[i].begin() + 1, dims[i].end());
+    }
     for (int i = 0; i < 2 && !row_shapes_.empty(); ++i)
       CORTADO_REQUIRE(rows[i] == row_shapes_[i], Describe(), ": bottom ", i, " (/", kDatasets[i], ") has rows of ",
                       RowText(rows[i]), " but earlier forwards wrote rows of ", RowText(row_shapes_[i]),
                       " to '", param_.hdf5_output_param().file_name(),
                       "'; only the number of rows (axis 0) may change between forwards");
     try {
-      for (int i = 0; i < 2; ++i) {
-        const std::vector<int64_t> dims(bottom[i]->shape().begin(), bottom[i]->shape().end());
-        writer_->Append(kDatasets[i], dims, values[i]);
-      }
+      for (int i = 0; i < 2; ++i) writer_->Append(kDatasets[i], dims[i], values[i]);
       writer_->Flush();
     } catch (const Error& e) {
       Fail(Describe(), ": ", e.what());

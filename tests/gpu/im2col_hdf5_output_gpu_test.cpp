@@ -58,7 +58,7 @@ TEST(Im2colHdf5OutputGpu, Hdf5OutputWritesTheSameFile) {
     EXPECT_EQ(files[1][d].dims, files[0][d].dims) << "dataset " << d;
     EXPECT_EQ(files[1][d].values, files[0][d].values) << "dataset " << d;
   }
-  EXPECT_EQ(files[0][0].dims, (std::vector<int64_t>{4, 3, 2}));
+  EXPECT_EQ(files[0][0].dims, (std::vector<int64_t>{4, 3, 2, 1}));
   EXPECT_EQ(files[0][1].values, (std::vector<float>{0, 1, 10, 11}));
 }
 

@@ -1,5 +1,5 @@
 // hdf5_output_test.cpp — HDF5Output: the file read back (ReadHdf5Datasets) holds the bottoms as /data
-// and /label with their shapes; each forward appends, and the file is complete after each one while
+// and /label in Caffe's 4-axis layout; each forward appends, and the file is complete after each one while
 // the layer lives (read by the HDF5Data layer, and by h5ls in another process when it is installed);
 // an existing file is truncated; inside a net; Backward's zero gradients; one-line errors naming the
 // layer (bad path, bottom counts, rows that change shape).
@@ -40,16 +40,17 @@ void ExpectLayerError(const std::string& message, const std::vector<std::string>
 
 }  // namespace
 
-TEST(HDF5Output, WritesTheBottomsAsDataAndLabelWithTheirShapes) {
+// Caffe's layout: fewer than 4 axes are padded with trailing 1s (2×3×2 → 2×3×2×1, 2 → 2×1×1×1).
+TEST(HDF5Output, WritesTheBottomsAsDataAndLabelInCaffesFourAxisLayout) {
   SKIP_WITHOUT_HDF5();
   const std::string file = TempDir() + "/out.h5";
   LayerFixture f(LayerText(file), {{2, 3, 2}, {2}}, 0);
   FillBatch(f, 0);
   EXPECT_EQ(f.Forward(), 0.0f);
   const std::vector<Hdf5Dataset> read = ReadHdf5Datasets(file, {"data", "label"});
-  EXPECT_EQ(read[0].dims, (std::vector<int64_t>{2, 3, 2}));
+  EXPECT_EQ(read[0].dims, (std::vector<int64_t>{2, 3, 2, 1}));
   EXPECT_EQ(read[0].values, (std::vector<float>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}));
-  EXPECT_EQ(read[1].dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(read[1].dims, (std::vector<int64_t>{2, 1, 1, 1}));
   EXPECT_EQ(read[1].values, (std::vector<float>{0, -1}));
 }
 
@@ -66,8 +67,8 @@ TEST(HDF5Output, EachForwardAppendsItsRows) {
     data.insert(data.end(), d.begin(), d.end());
     label.insert(label.end(), l.begin(), l.end());
     const std::vector<Hdf5Dataset> read = ReadHdf5Datasets(file, {"data", "label"});
-    EXPECT_EQ(read[0].dims, (std::vector<int64_t>{2 * (k + 1), 3})) << "after forward " << k;
-    EXPECT_EQ(read[1].dims, (std::vector<int64_t>{2 * (k + 1), 1})) << "after forward " << k;
+    EXPECT_EQ(read[0].dims, (std::vector<int64_t>{2 * (k + 1), 3, 1, 1})) << "after forward " << k;
+    EXPECT_EQ(read[1].dims, (std::vector<int64_t>{2 * (k + 1), 1, 1, 1})) << "after forward " << k;
     EXPECT_EQ(read[0].values, data) << "after forward " << k;
     EXPECT_EQ(read[1].values, label) << "after forward " << k;
   }
@@ -91,8 +92,8 @@ TEST(HDF5Output, RoundTripThroughHDF5Data) {
   LayerFixture in("name: 'in' type: 'HDF5Data' top: 'data' top: 'label' hdf5_data_param { source: '" + dir +
                       "/list.txt' batch_size: 4 }",
                   {}, 2);
-  EXPECT_EQ(in.top(0).shape(), (std::vector<int>{4, 2, 3}));
-  EXPECT_EQ(in.top(1).shape(), (std::vector<int>{4}));
+  EXPECT_EQ(in.top(0).shape(), (std::vector<int>{4, 2, 3, 1}));
+  EXPECT_EQ(in.top(1).shape(), (std::vector<int>{4, 1, 1, 1}));
   for (int pass = 0; pass < 2; ++pass) {
     in.Forward();
     EXPECT_EQ(Values(in.top(0)), data) << "pass " << pass;
@@ -115,8 +116,8 @@ TEST(HDF5Output, AnotherProcessCanReadTheOpenFile) {
   ASSERT_EQ(listed.exit_code, 0) << listed.err;
   const std::string text = ReadFile(dir + "/h5ls.txt");
   EXPECT_NE(text.find("data"), std::string::npos) << text;
-  EXPECT_NE(text.find("{4/Inf, 3}"), std::string::npos) << text;
-  EXPECT_NE(text.find("{4/Inf}"), std::string::npos) << text;
+  EXPECT_NE(text.find("{4/Inf, 3, 1, 1}"), std::string::npos) << text;
+  EXPECT_NE(text.find("{4/Inf, 1, 1, 1}"), std::string::npos) << text;
 }
 
 TEST(HDF5Output, SetupCreatesTheFileTruncatingAnOldOne) {
@@ -145,7 +146,7 @@ layer { name: "out" type: "HDF5Output" bottom: "x" bottom: "y" hdf5_output_param
     net.Forward();
   }
   const std::vector<Hdf5Dataset> read = ReadHdf5Datasets(file, {"data", "label"});
-  EXPECT_EQ(read[0].dims, (std::vector<int64_t>{6, 2}));
+  EXPECT_EQ(read[0].dims, (std::vector<int64_t>{6, 2, 1, 1}));
   EXPECT_EQ(read[0].values, (std::vector<float>{0, 1, 2, 3, 4, 5, 10, 11, 12, 13, 14, 15}));
   EXPECT_EQ(read[1].values, (std::vector<float>{0, 0, 0, 1, 1, 1}));
 }
@@ -160,7 +161,7 @@ TEST(HDF5Output, BackwardGivesZeroGradientsAndWritesNothing) {
   f.layer().Backward(f.top(), {true, false}, f.bottom());
   for (int i = 0; i < 6; ++i) EXPECT_EQ(f.bottom(0).diff()[i], 0.0f) << i;
   for (int i = 0; i < 2; ++i) EXPECT_EQ(f.bottom(1).diff()[i], 5.0f) << "label diff not asked for, left alone";
-  EXPECT_EQ(ReadHdf5Datasets(file, {"data"})[0].dims, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(ReadHdf5Datasets(file, {"data"})[0].dims, (std::vector<int64_t>{2, 3, 1, 1}));
 }
 
 TEST(HDF5Output, MistakesAreOneLineNamingTheLayer) {
@@ -195,8 +196,8 @@ TEST(HDF5Output, MistakesAreOneLineNamingTheLayer) {
   ExpectLayerError(ErrorOf([&] { f.layer().Forward({&data, &label}, {}); }),
                    {"bottom 0 (/data)", "rows of 4", "rows of 3", file});
   const std::vector<Hdf5Dataset> read = ReadHdf5Datasets(file, {"data", "label"});
-  EXPECT_EQ(read[0].dims, (std::vector<int64_t>{2, 3}));
-  EXPECT_EQ(read[1].dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(read[0].dims, (std::vector<int64_t>{2, 3, 1, 1}));
+  EXPECT_EQ(read[1].dims, (std::vector<int64_t>{2, 1, 1, 1}));
   // More rows of the same shape are fine.
   Blob more(std::vector<int>{3, 3}), more_label(std::vector<int>{3});
   MemoryPlan plan2;
@@ -205,7 +206,7 @@ TEST(HDF5Output, MistakesAreOneLineNamingTheLayer) {
   const std::unique_ptr<Arena> arena2 = plan2.Allocate();
   f.layer().Reshape({&more, &more_label}, {});
   f.layer().Forward({&more, &more_label}, {});
-  EXPECT_EQ(ReadHdf5Datasets(file, {"data"})[0].dims, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(ReadHdf5Datasets(file, {"data"})[0].dims, (std::vector<int64_t>{5, 3, 1, 1}));
 }
 
 TEST(HDF5Output, WithoutHdf5SetupIsAnError) {
