@@ -32,12 +32,9 @@ class MetricsLog {
   void Train(int iteration, float learning_rate, float loss, const std::vector<Output>& outputs);
   void Test(int iteration, int test_net, float learning_rate, const std::vector<Output>& outputs);
 
-  const std::string& path() const { return path_; }
-
  private:
   void WriteLine(const std::string& line);
 
-  std::string path_;
   std::ofstream out_;
   std::chrono::steady_clock::time_point start_;
 };

@@ -1,6 +1,7 @@
 // time_report.cpp — writes trainer time's results as CSV or JSON (time_report.hpp).
 #include "cortado/time_report.hpp"
 
+#include <filesystem>
 #include <fstream>
 #include <iomanip>
 #include <nlohmann/json.hpp>
@@ -11,10 +12,6 @@
 namespace cortado {
 
 namespace {
-
-bool EndsWith(const std::string& text, const std::string& end) {
-  return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
-}
 
 // A CSV field: quoted (with doubled quotes) when it holds a comma, a quote or a line break.
 std::string CsvField(const std::string& text) {
@@ -59,14 +56,17 @@ void WriteJson(const TimeReport& r, std::ostream& out) {
 
 }  // namespace
 
-bool IsTimeReportPath(const std::string& path) { return EndsWith(path, ".csv") || EndsWith(path, ".json"); }
+bool IsTimeReportPath(const std::string& path) {
+  const std::filesystem::path extension = std::filesystem::path(path).extension();
+  return extension == ".csv" || extension == ".json";
+}
 
 void WriteTimeReport(const TimeReport& report, const std::string& path) {
   CORTADO_REQUIRE(IsTimeReportPath(path), "--output=", path, ": name a .csv or a .json file");
   WriteFileAtomically(path, [&](const std::string& temp) {
     std::ofstream out(temp);
     CORTADO_REQUIRE(out.good(), "cannot write '", path, "'");
-    if (EndsWith(path, ".json")) {
+    if (std::filesystem::path(path).extension() == ".json") {
       WriteJson(report, out);
     } else {
       WriteCsv(report, out);

@@ -63,7 +63,7 @@ Json Head(int iteration, const char* phase, std::chrono::steady_clock::time_poin
 
 }  // namespace
 
-MetricsLog::MetricsLog(const std::string& path, int resume_iter) : path_(path), start_(std::chrono::steady_clock::now()) {
+MetricsLog::MetricsLog(const std::string& path, int resume_iter) : start_(std::chrono::steady_clock::now()) {
   const std::string kept = resume_iter >= 0 && FileExists(path) ? LinesBefore(path, resume_iter) : "";
   out_.open(path, std::ios::out | std::ios::trunc);
   CORTADO_REQUIRE(out_.good(), "cannot write the metrics file '", path, "': ", std::strerror(errno));

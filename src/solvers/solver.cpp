@@ -74,7 +74,8 @@ void SetState(NetParameter* net, Phase phase, const NetState* extra) {
 
 // The outputs of `net` as the metrics file lists them: each output blob's name with its values, taken
 // in order from `flat` (every output's values one after another, as the log lines number them).
-std::vector<MetricsLog::Output> OutputsOf(const Net& net, const std::vector<double>& flat) {
+template <typename Value>
+std::vector<MetricsLog::Output> OutputsOf(const Net& net, const std::vector<Value>& flat) {
   std::vector<MetricsLog::Output> outputs;
   size_t k = 0;
   for (size_t o = 0; o < net.output_blobs().size(); ++o) {
@@ -611,11 +612,6 @@ void Solver::Test(int id) {
     }
   }
   if (param_.test_compute_loss()) LOG(INFO) << "Test loss: " << loss / iterations;
-  if (metrics_) {
-    std::vector<double> means(scores);
-    for (double& mean : means) mean = static_cast<float>(mean / iterations);
-    metrics_->Test(iter_, id, LearningRate(param_, iter_), OutputsOf(net, means));
-  }
   last_test_scores_[id].clear();
   size_t k = 0;
   for (size_t o = 0; o < net.output_blobs().size(); ++o) {
@@ -630,6 +626,7 @@ void Solver::Test(int id) {
                 << loss_msg.str();
     }
   }
+  if (metrics_) metrics_->Test(iter_, id, LearningRate(param_, iter_), OutputsOf(net, last_test_scores_[id]));
 }
 
 std::string Solver::SnapshotPrefix() const {
