@@ -20,17 +20,17 @@
 #include <iomanip>
 #include <iostream>
 #include <numeric>
-#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cortado/batch_size.hpp"  // SetBatchSize
-#include "cortado/cortado.pb.h"    // NetParameter, BlobProto, Datum
+#include "cortado/cortado.pb.h"    // NetParameter, Datum
+#include "cortado/data.hpp"         // ReadMeanImage
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"         // GpuCount, BuiltWithCuda
 #include "cortado/image.hpp"       // ReadImageToDatum, BuiltWithImageSupport
-#include "cortado/io.hpp"          // ReadProtoFromTextFile, ReadProtoFromBinaryFile, FileExists
+#include "cortado/io.hpp"          // ReadProtoFromTextFile, FileExists
 #include "cortado/net.hpp"
 #include "cortado/tool.hpp"
 #include "cortado/upgrade.hpp"     // NetNeedsUpgrade, UpgradeNet
@@ -124,37 +124,17 @@ Input FindInput(cortado::Net& net, const std::string& net_path) {
   return input;
 }
 
-// The mean of each channel of the mean image in `path` (a BlobProto of shape 1×C×H×W or C×H×W, in
-// the legacy fields or in shape), as Caffe's example subtracts it: summed in double, stored as float.
+// The mean of each channel of the mean image in `path` (cortado/data.hpp, ReadMeanImage), as Caffe's
+// example subtracts it: summed in double, stored as float.
 std::vector<float> ChannelMeans(const std::string& path, int channels) {
-  cortado::BlobProto proto;
-  cortado::ReadProtoFromBinaryFile(path, &proto);
-  std::vector<int64_t> dims;
-  if (proto.has_shape()) {
-    dims.assign(proto.shape().dim().begin(), proto.shape().dim().end());
-  } else {
-    dims = {proto.num(), proto.channels(), proto.height(), proto.width()};
-  }
-  std::ostringstream given;
-  for (size_t i = 0; i < dims.size(); ++i) given << (i ? "×" : "") << dims[i];
-  while (dims.size() > 3 && dims.front() == 1) dims.erase(dims.begin());
-  while (dims.size() < 3) dims.insert(dims.begin(), 1);
-  const bool positive = std::all_of(dims.begin(), dims.end(), [](int64_t d) { return d > 0 && d < (1 << 30); });
-  CORTADO_REQUIRE(dims.size() == 3 && positive, "mean file '", path, "' has shape ", given.str(),
-                  "; expected a mean image of shape 1×C×H×W");
-  const int64_t plane = dims[1] * dims[2], count = dims[0] * plane;
-  const bool doubles = proto.double_data_size() > 0;
-  const int64_t held = doubles ? proto.double_data_size() : proto.data_size();
-  CORTADO_REQUIRE(held == count, "mean file '", path, "' has shape ", given.str(), " but holds ", held,
-                  " values");
-  CORTADO_REQUIRE(dims[0] == channels, "mean file '", path, "' has ", dims[0], " channel",
-                  dims[0] == 1 ? "" : "s", " but the net's input has ", channels);
+  const cortado::MeanImage mean = cortado::ReadMeanImage(path);
+  CORTADO_REQUIRE(mean.shape[0] == channels, "mean file '", path, "' has ", mean.shape[0], " channel",
+                  mean.shape[0] == 1 ? "" : "s", " but the net's input has ", channels);
+  const int64_t plane = int64_t{mean.shape[1]} * mean.shape[2];
   std::vector<float> means;
   for (int c = 0; c < channels; ++c) {
-    double sum = 0;
-    for (int64_t i = c * plane; i < (c + 1) * plane; ++i)
-      sum += doubles ? proto.double_data(static_cast<int>(i)) : double(proto.data(static_cast<int>(i)));
-    means.push_back(static_cast<float>(sum / double(plane)));
+    const auto begin = mean.values.begin() + c * plane;
+    means.push_back(static_cast<float>(std::accumulate(begin, begin + plane, 0.0) / double(plane)));
   }
   return means;
 }

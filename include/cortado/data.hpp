@@ -238,6 +238,19 @@ std::vector<ImageListEntry> ReadImageList(const std::string& list_path);
 
 // ---- transformation ------------------------------------------------------------------------------
 
+// A mean image as Caffe's tools write it (compute_image_mean; a BlobProto of shape 1×C×H×W, from the
+// `shape` field or the legacy num/channels/height/width, values in `data` or `double_data`), read as
+// C×H×W floats. `given` is the shape as the file writes it ("1×3×32×32"), for messages. A missing or
+// unreadable file, an axis that is not positive, a shape that is not (1×)C×H×W (a plain H×W is C = 1),
+// and a value count other than the shape's are each an Error naming the file.
+struct MeanImage {
+  std::vector<int> shape;  // C, H, W
+  std::vector<float> values;
+  std::string given;
+};
+MeanImage ReadMeanImage(const std::string& path);
+
+
 // Per output element: y = (x − mean) · scale, where x is the datum's pixel (uint8 `data`, or
 // `float_data` when `data` is empty) and mean is mean_file's value at the same pixel (a BlobProto of
 // shape 1×C×H×W, the datum's full size) or mean_value[c] (one value, or one per channel); the two are

@@ -21,39 +21,51 @@ std::string ShapeText(const std::vector<Dim>& shape) {
 
 }  // namespace
 
-DataTransformer::DataTransformer(const TransformationParameter& param, Phase phase, std::string owner)
-    : param_(param), phase_(phase), owner_(std::move(owner)) {
-  CORTADO_REQUIRE(!(param_.has_mean_file() && param_.mean_value_size() > 0), owner_,
-                  ": transform_param gives both mean_file and mean_value; keep one");
-  if (!param_.has_mean_file()) return;
+MeanImage ReadMeanImage(const std::string& path) {
   BlobProto proto;
-  ReadProtoFromBinaryFile(param_.mean_file(), &proto);
+  ReadProtoFromBinaryFile(path, &proto);
   std::vector<int64_t> dims;
   if (proto.has_shape()) {
     dims.assign(proto.shape().dim().begin(), proto.shape().dim().end());
   } else {
     dims = {proto.num(), proto.channels(), proto.height(), proto.width()};
   }
-  const std::string given = ShapeText(dims);
+  MeanImage mean;
+  mean.given = ShapeText(dims);
   for (int64_t d : dims)
-    CORTADO_REQUIRE(d > 0 && d <= std::numeric_limits<int32_t>::max(), owner_, ": mean file '", param_.mean_file(),
-                    "' has shape ", given, "; every axis must be positive (an empty or damaged mean file?)");
+    CORTADO_REQUIRE(d > 0 && d <= std::numeric_limits<int32_t>::max(), "mean file '", path, "' has shape ",
+                    mean.given, "; every axis must be positive (an empty or damaged mean file?)");
   std::vector<int> shape(dims.begin(), dims.end());
   // Normalise to C×H×W: drop leading 1s (1×C×H×W), pad a plain H×W with C = 1.
   while (shape.size() > 3 && shape.front() == 1) shape.erase(shape.begin());
   while (shape.size() < 3) shape.insert(shape.begin(), 1);
-  CORTADO_REQUIRE(shape.size() == 3, owner_, ": mean file '", param_.mean_file(), "' has shape ", given,
-                  "; expected 1×C×H×W");
-  mean_shape_ = shape;
+  CORTADO_REQUIRE(shape.size() == 3, "mean file '", path, "' has shape ", mean.given, "; expected 1×C×H×W");
+  mean.shape = shape;
   const int64_t count = int64_t(shape[0]) * shape[1] * shape[2];
   if (proto.data_size() == count) {
-    mean_.assign(proto.data().begin(), proto.data().end());
+    mean.values.assign(proto.data().begin(), proto.data().end());
   } else if (proto.double_data_size() == count) {
-    mean_.assign(proto.double_data().begin(), proto.double_data().end());
+    mean.values.assign(proto.double_data().begin(), proto.double_data().end());
   } else {
-    Fail(owner_, ": mean file '", param_.mean_file(), "' has shape ", given, " but holds ",
-         proto.data_size() + proto.double_data_size(), " values");
+    Fail("mean file '", path, "' has shape ", mean.given, " but holds ", proto.data_size() + proto.double_data_size(),
+         " values");
   }
+  return mean;
+}
+
+DataTransformer::DataTransformer(const TransformationParameter& param, Phase phase, std::string owner)
+    : param_(param), phase_(phase), owner_(std::move(owner)) {
+  CORTADO_REQUIRE(!(param_.has_mean_file() && param_.mean_value_size() > 0), owner_,
+                  ": transform_param gives both mean_file and mean_value; keep one");
+  if (!param_.has_mean_file()) return;
+  MeanImage mean;
+  try {
+    mean = ReadMeanImage(param_.mean_file());
+  } catch (const Error& e) {
+    Fail(owner_, ": ", e.what());
+  }
+  mean_shape_ = std::move(mean.shape);
+  mean_ = std::move(mean.values);
 }
 
 void DataTransformer::CheckShape(int channels, int height, int width) const {

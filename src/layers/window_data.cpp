@@ -28,7 +28,6 @@
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"  // BuiltWithImageSupport
-#include "cortado/io.hpp"     // ReadProtoFromBinaryFile
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -156,34 +155,21 @@ void WindowDataLayer::PrepareMean() {
   for (int c = 0; c < channels_ && n > 0; ++c)
     std::fill_n(mean_.begin() + static_cast<ptrdiff_t>(c) * plane, plane, t.mean_value(n == 1 ? 0 : c));
   if (!t.has_mean_file()) return;
-  BlobProto proto;
+  MeanImage mean;
   try {
-    ReadProtoFromBinaryFile(t.mean_file(), &proto);
+    mean = ReadMeanImage(t.mean_file());
   } catch (const Error& e) {
     Fail(Describe(), ": ", e.what());
   }
-  std::vector<int64_t> dims(proto.shape().dim().begin(), proto.shape().dim().end());
-  if (!proto.has_shape()) dims = {proto.num(), proto.channels(), proto.height(), proto.width()};
-  std::string given;
-  for (int64_t d : dims) given += (given.empty() ? "" : "×") + std::to_string(d);
-  while (dims.size() > 3 && dims.front() == 1) dims.erase(dims.begin());  // 1×C×H×W → C×H×W
-  while (dims.size() < 3) dims.insert(dims.begin(), 1);
-  const int64_t mc = dims[0], mh = dims[1], mw = dims[2], offset = (mw - k) / 2;
-  CORTADO_REQUIRE(dims.size() == 3 && mc == channels_ && mw >= k && offset + k <= mh, Describe(), ": mean file '",
-                  t.mean_file(), "' has shape ", given, "; WindowData takes the central ", k, "×", k,
+  const int64_t mc = mean.shape[0], mh = mean.shape[1], mw = mean.shape[2], offset = (mw - k) / 2;
+  CORTADO_REQUIRE(mc == channels_ && mw >= k && offset + k <= mh, Describe(), ": mean file '", t.mean_file(),
+                  "' has shape ", mean.given, "; WindowData takes the central ", k, "×", k,
                   " (crop_size) square, at offset (W − crop_size) / 2 on both axes as Caffe, of a 1×", channels_,
                   "×H×W mean");
-  const int64_t count = mc * mh * mw;
-  CORTADO_REQUIRE(proto.data_size() == count || proto.double_data_size() == count, Describe(), ": mean file '",
-                  t.mean_file(), "' has shape ", given, " but holds ", proto.data_size() + proto.double_data_size(),
-                  " values");
   for (int c = 0; c < channels_; ++c)
     for (int y = 0; y < k; ++y)
-      for (int x = 0; x < k; ++x) {
-        const int64_t at = (c * mh + y + offset) * mw + x + offset;
-        mean_[(static_cast<size_t>(c) * k + y) * k + x] =
-            proto.data_size() == count ? proto.data(static_cast<int>(at)) : static_cast<float>(proto.double_data(static_cast<int>(at)));
-      }
+      for (int x = 0; x < k; ++x)
+        mean_[(static_cast<size_t>(c) * k + y) * k + x] = mean.values[(c * mh + y + offset) * mw + x + offset];
 }
 
 void WindowDataLayer::ReadImage(int index, Image8* image) const {
