@@ -82,20 +82,12 @@ Args ParseArgs(int argc, char** argv) {
   return args;
 }
 
-// --gpu's device where there is a GPU, else the CPU (saying so when --gpu asked for a GPU).
+// --gpu's device where there is a GPU (an id it lacks is refused), else the CPU (saying so).
 std::pair<cortado::Device, int> DeviceFromFlag() {
-  if (FLAGS_gpu < 0) return {cortado::Device::kCPU, 0};
   const int count = cortado::GpuCount();
-  if (count == 0) {
-    LOG(INFO) << "--gpu=" << FLAGS_gpu << " but "
-              << (cortado::BuiltWithCuda() ? "no GPU was found" : "this build has no CUDA support")
-              << "; running on the CPU";
-    return {cortado::Device::kCPU, 0};
-  }
-  CORTADO_REQUIRE(FLAGS_gpu < count, "--gpu=", FLAGS_gpu, ": there is no such GPU (this machine has ", count,
-                  " GPU", count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
-  LOG(INFO) << "Use GPU with device ID " << FLAGS_gpu;
-  return {cortado::Device::kGPU, FLAGS_gpu};
+  CORTADO_REQUIRE(FLAGS_gpu < 0 || count == 0 || FLAGS_gpu < count, "--gpu=", FLAGS_gpu, ": there is no such GPU "
+                  "(this machine has ", count, " GPU", count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
+  return cortado::DeviceForGpuFlag(FLAGS_gpu, std::to_string(FLAGS_gpu));
 }
 
 // The one input of the net (the tops of its Input layers), which must be N×C×H×W with C 1 or 3.

@@ -122,21 +122,6 @@ int GpuFromFlag() {
   return ids[0];
 }
 
-// The device of test and time: --gpu's GPU when there is one, else the CPU (saying so when --gpu asked
-// for a GPU, as the solver does for train).
-std::pair<cortado::Device, int> DeviceFromFlag() {
-  const int gpu = GpuFromFlag();
-  if (gpu < 0) return {cortado::Device::kCPU, 0};
-  if (cortado::GpuCount() == 0) {
-    LOG(INFO) << "--gpu=" << FLAGS_gpu << " but "
-              << (cortado::BuiltWithCuda() ? "no GPU was found" : "this build has no CUDA support")
-              << "; running on the CPU";
-    return {cortado::Device::kCPU, 0};
-  }
-  LOG(INFO) << "Use GPU with device ID " << gpu;
-  return {cortado::Device::kGPU, gpu};
-}
-
 // A net output's values on the host (a GPU's after its queued work, through a copy).
 std::vector<float> HostValues(cortado::Context& ctx, const cortado::Blob& blob) {
   if (blob.device() == cortado::Device::kGPU) {
@@ -163,7 +148,7 @@ cortado::GpuSettings GpuSettingsFromFlags() {
 
 // test and time: a context for --gpu's device (or the CPU), with the GPU flags applied.
 std::unique_ptr<cortado::Context> ContextFromFlags() {
-  const auto [device, gpu] = DeviceFromFlag();
+  const auto [device, gpu] = cortado::DeviceForGpuFlag(GpuFromFlag(), FLAGS_gpu);  // else the CPU, saying so
   auto ctx = std::make_unique<cortado::Context>(device, -1, gpu);
   if (device == cortado::Device::kGPU) {
     ctx->SetGpuSettings(GpuSettingsFromFlags());

@@ -5,6 +5,9 @@
 
 #include <functional>
 #include <string>
+#include <utility>
+
+#include "cortado/context.hpp"  // Device
 
 namespace cortado {
 
@@ -15,5 +18,10 @@ int RunTool(int argc, char** argv, const char* usage, const std::function<int(in
 // Prints a user's mistake as RunTool does, "<tool>: error: <message>" on stderr (flushed), for a tool
 // that must do more than return 1 afterwards (a rank of mpirun's ends every rank).
 void PrintToolError(const std::string& message);
+
+// The device of a tool's --gpu: for gpu >= 0, that GPU ("Use GPU with device ID N", Caffe's line) where
+// the machine has a GPU, else the CPU, logging why ("--gpu=<flag_text> but no GPU was found; running
+// on the CPU"); for gpu < 0, the CPU. The id itself is checked where the GPU's context is made.
+std::pair<Device, int> DeviceForGpuFlag(int gpu, const std::string& flag_text);
 
 }  // namespace cortado

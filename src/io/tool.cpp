@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"  // GpuCount, BuiltWithCuda
 #include "cortado/suggest.hpp"
 
 namespace cortado {
@@ -109,6 +110,17 @@ int RunTool(int argc, char** argv, const char* usage, const std::function<int(in
     PrintToolError(e.what());
   }
   return 1;
+}
+
+std::pair<Device, int> DeviceForGpuFlag(int gpu, const std::string& flag_text) {
+  if (gpu < 0) return {Device::kCPU, 0};
+  if (GpuCount() == 0) {
+    LOG(INFO) << "--gpu=" << flag_text << " but "
+              << (BuiltWithCuda() ? "no GPU was found" : "this build has no CUDA support") << "; running on the CPU";
+    return {Device::kCPU, 0};
+  }
+  LOG(INFO) << "Use GPU with device ID " << gpu;
+  return {Device::kGPU, gpu};
 }
 
 }  // namespace cortado
