@@ -468,4 +468,46 @@ TEST(Hdf5, AFileLibhdf5CrashesOnIsAnErrorNamingIt) {
   EXPECT_EQ(error.find('\n'), std::string::npos) << error;
 }
 
+// Sizes a file claims beyond what it stores are refused before anything is allocated for them (h5py
+// writes both files as a hand or a damaged writer might): a compressed dataset whose chunks were never
+// written, which reads as 2^31 - 1 fill values, and a learned_net string whose type claims 1 GiB.
+TEST(Hdf5, SizesBeyondWhatTheFileStoresAreRefusedBeforeAllocating) {
+  SKIP_WITHOUT_HDF5();
+  SKIP_WITHOUT_H5PY();
+  const std::string dir = TempDir();
+  const std::string script = dir + "/make.py";
+  std::ofstream(script) << "import h5py, numpy as np, sys\n"
+                           "with h5py.File(sys.argv[1] + '/packed.h5', 'w') as f:\n"
+                           "    f.create_dataset('data', shape=(2**31 - 1,), dtype='f4', chunks=(2**20,), "
+                           "compression='gzip')\n"
+                           "with h5py.File(sys.argv[1] + '/big_name.solverstate.h5', 'w') as f:\n"
+                           "    f['iter'] = np.array([1], dtype='i4')\n"
+                           "    f.create_dataset('learned_net', shape=(), dtype=h5py.string_dtype('ascii', 2**30))\n"
+                           "    f.create_group('history')\n";
+  ASSERT_EQ(RunCommand("/usr/bin/python3 " + script + " " + dir).exit_code, 0);
+  EXPECT_EQ(ErrorOf([&] { ReadHdf5Datasets(dir + "/packed.h5", {"data"}); }),
+            "cannot read '" + dir + "/packed.h5': /data claims 2147483647 values of 4 bytes but the file stores 0 "
+            "bytes of them");
+  EXPECT_EQ(ErrorOf([&] { ReadSolverStateFromHdf5(dir + "/big_name.solverstate.h5"); }),
+            "cannot read '" + dir + "/big_name.solverstate.h5': /learned_net claims a string of 1073741824 bytes, "
+            "more than the file stores");
+}
+
+// Solver states found by fuzzing whose damaged local heap made libhdf5 allocate 4 GiB while looking up
+// /iter: read under the reading child's memory limit, each is one line naming the file.
+TEST(Hdf5, AHeapClaimingGigabytesIsAnErrorNamingTheFile) {
+  SKIP_WITHOUT_HDF5();
+  const std::string regressions = SourceDir() + "/fuzz/regressions/solverstate_h5";
+  int files = 0;
+  for (const auto& entry : fs::directory_iterator(regressions)) {
+    const std::string path = TempDir() + "/" + entry.path().filename().string();
+    fs::copy_file(entry.path(), path);
+    const std::string error = ErrorOf([&] { ReadSolverStateFromHdf5(path); });
+    EXPECT_EQ(error.rfind("cannot read '" + path + "': ", 0), 0u) << error;
+    EXPECT_EQ(error.find('\n'), std::string::npos) << error;
+    ++files;
+  }
+  EXPECT_GT(files, 0);
+}
+
 }  // namespace cortado::test

@@ -313,4 +313,22 @@ TEST(BadInput, TrainNetWithoutLoss) {
   ws.ExpectPlantedSnapshotUntouched();
 }
 
+// The damaged .solverstate.h5 files fuzzing found (fuzz/regressions/solverstate_h5/): their damaged
+// local heap had libhdf5 allocate 4 GiB while looking up /iter. The trainer reads a state in a child
+// process under a memory limit, so each is refused with one line naming it, and nothing is written.
+TEST(BadInput, DamagedHdf5SolverStatesFoundByFuzzing) {
+  Workspace ws(TinyNet());
+  ws.PlantSnapshot();
+  int states = 0;
+  for (const auto& entry : fs::directory_iterator(SourceDir() + "/fuzz/regressions/solverstate_h5")) {
+    const std::string state = ws.dir + "/" + entry.path().filename().string();  // named *.solverstate.h5
+    fs::copy_file(entry.path(), state);
+    const std::string error = TrainerError(ws.Train("--snapshot=" + state));
+    EXPECT_EQ(error.rfind("cannot read '" + state + "': ", 0), 0u) << error;
+    ++states;
+  }
+  EXPECT_GT(states, 0);
+  ws.ExpectPlantedSnapshotUntouched();
+}
+
 }  // namespace cortado::test

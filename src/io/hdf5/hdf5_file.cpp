@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include "cortado/io.hpp"  // FileExists
 
@@ -73,15 +74,13 @@ FileHandle OpenForReading(const std::string& path, const Where& where) {
   return FileHandle(where.Check(H5Fopen(path.c_str(), H5F_ACC_RDONLY, access.get()), "cannot open it as HDF5"));
 }
 
-bool Exists(hid_t parent, const std::string& name) {
-  const htri_t exists = H5Lexists(parent, name.c_str(), H5P_DEFAULT);
-  if (exists < 0) TakeErrorReason();
-  return exists > 0;
+bool Exists(hid_t parent, const std::string& name, const std::string& full_name, const Where& where) {
+  return where.Check(H5Lexists(parent, name.c_str(), H5P_DEFAULT), "cannot look up " + full_name) > 0;
 }
 
 GroupHandle OpenGroup(hid_t parent, const std::string& name, const std::string& full_name,
                       const Where& where) {
-  if (!Exists(parent, name)) where.Fail("no group " + full_name);
+  if (!Exists(parent, name, full_name, where)) where.Fail("no group " + full_name);
   return GroupHandle(where.Check(H5Gopen2(parent, name.c_str(), H5P_DEFAULT), full_name + " is not a group"));
 }
 
@@ -106,6 +105,15 @@ std::vector<std::string> ChildNames(hid_t group, const std::string& full_name, c
   return names;
 }
 
+hsize_t MostBytesStored(hid_t dataset, const std::string& what, const Where& where) {
+  PlistHandle create(where.Check(H5Dget_create_plist(dataset), what));
+  const hsize_t stored = H5Dget_storage_size(dataset);
+  const int filters = where.Check(H5Pget_nfilters(create.get()), what);
+  if (filters == 0) return stored;
+  return stored > std::numeric_limits<hsize_t>::max() / kMostFilterExpansion ? std::numeric_limits<hsize_t>::max()
+                                                                             : stored * kMostFilterExpansion;
+}
+
 int64_t IndexFromName(const std::string& name) {
   if (name.empty() || name.size() > 9 || (name.size() > 1 && name[0] == '0')) return -1;
   if (!std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; })) return -1;
@@ -114,7 +122,7 @@ int64_t IndexFromName(const std::string& name) {
 
 DatasetHandle OpenDataset(hid_t parent, const std::string& name, const std::string& full_name,
                           const Where& where) {
-  if (!Exists(parent, name)) where.Fail("no dataset " + full_name);
+  if (!Exists(parent, name, full_name, where)) where.Fail("no dataset " + full_name);
   return DatasetHandle(
       where.Check(H5Dopen2(parent, name.c_str(), H5P_DEFAULT), full_name + " is not a dataset"));
 }
@@ -145,6 +153,9 @@ std::string ReadString(hid_t parent, const std::string& name, const Where& where
   }
   const size_t size = H5Tget_size(type.get());
   if (size == 0) where.Fail(what);
+  if (size > MostBytesStored(dataset.get(), what, where))
+    where.Fail(full_name + " claims a string of " + std::to_string(size) + " bytes, more than the file stores");
+  GrowChildMemoryLimit(2 * size);  // the buffer and the string returned
   std::string buffer(size, '\0');
   where.Check(H5Dread(dataset.get(), type.get(), H5S_ALL, H5S_ALL, H5P_DEFAULT, buffer.data()), what);
   return buffer.substr(0, buffer.find('\0'));

@@ -6,12 +6,13 @@
 #include <hdf5.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "cortado/child_process.hpp"  // RunInChildProcess, InChildProcess
+#include "cortado/child_process.hpp"  // RunInChildProcess, InChildProcess, GrowChildMemoryLimit
 #include "cortado/error.hpp"          // Fail
 
 namespace cortado::hdf5 {
@@ -49,11 +50,25 @@ class Session {
 // Runs a read of the file at `path` (a function returning its result as bytes) in a child process
 // (child_process.hpp), so that libhdf5 crashing on a damaged file is an Error naming it. The session
 // lock is held across the fork: no libhdf5 call of another thread is half done in the child.
+//
+// The child's memory limit (ChildMemory) is kReadingMemoryFloor plus the file's size; each dataset whose
+// values the file has shown it stores (ReadArray) raises it by what reading them takes. So a damaged
+// header that makes libhdf5 allocate gigabytes fails inside the child, an Error naming the file.
+constexpr size_t kReadingMemoryFloor = size_t{256} << 20;  // libhdf5's caches and its parsed metadata
+
 template <typename Read>
 std::string ReadInChild(const std::string& path, const Read& read) {
   std::lock_guard<std::mutex> lock(Session::Mutex());
-  return RunInChildProcess(read, "cannot read '" + path + "': libhdf5 crashed reading it (a damaged or cut-short "
-                                 "HDF5 file?)");
+  std::error_code ec;
+  const uintmax_t file_bytes = std::filesystem::file_size(path, ec);
+  ChildMemory memory;
+  memory.budget_bytes = kReadingMemoryFloor + (ec ? 0 : static_cast<size_t>(file_bytes));
+  memory.exceeded_message = "cannot read '" + path + "': reading it took more than the " +
+                            std::to_string(memory.budget_bytes >> 20) +
+                            " MiB it can need (a damaged HDF5 file?)";
+  return RunInChildProcess(read,
+                           "cannot read '" + path + "': libhdf5 crashed reading it (a damaged or cut-short HDF5 file?)",
+                           memory);
 }
 
 // An hid_t closed by Close when it goes out of scope.
@@ -196,8 +211,9 @@ PlistHandle UnlockedFileAccess(const std::string& what, const Where& where);
 // Error naming the file. Opened without file locks (UnlockedFileAccess).
 FileHandle OpenForReading(const std::string& path, const Where& where);
 
-// Whether parent has a link `name` (one path component).
-bool Exists(hid_t parent, const std::string& name);
+// Whether parent has a link `name` (one path component, full_name for errors); a lookup that fails
+// (a damaged group) is an Error.
+bool Exists(hid_t parent, const std::string& name, const std::string& full_name, const Where& where);
 
 // The group or dataset parent/name; an Error naming full_name when it is missing.
 GroupHandle OpenGroup(hid_t parent, const std::string& name, const std::string& full_name,
@@ -206,6 +222,15 @@ GroupHandle OpenGroup(hid_t parent, const std::string& name, const std::string& 
 // The names of a group's links, in creation order when the group records it (Cortado's files), else
 // by name (Caffe's files, read the way Caffe reads them).
 std::vector<std::string> ChildNames(hid_t group, const std::string& full_name, const Where& where);
+
+// The most that the deflate filter (zlib) expands its input: a dataset whose filters end in deflate
+// holds at most this many bytes for each one stored.
+constexpr hsize_t kMostFilterExpansion = 1032;
+
+// The most bytes of values a dataset can hold, from what the file stores of it: the stored bytes, or
+// for a filtered (compressed) dataset kMostFilterExpansion times them. A count claimed beyond that
+// is a damaged file, refused before anything is allocated for it.
+hsize_t MostBytesStored(hid_t dataset, const std::string& what, const Where& where);
 
 // "0", "1", ... -> the index; anything else -> -1.
 int64_t IndexFromName(const std::string& name);
@@ -226,12 +251,13 @@ std::vector<T> ReadArray(hid_t dataset, const std::string& full_name, const Wher
   const hssize_t count = where.Check(H5Sget_simple_extent_npoints(space.get()), what);
   // Caffe's limit, and the file's own promise: an uncompressed dataset holds its values in the file.
   if (count > INT32_MAX) where.Fail(full_name + " has " + std::to_string(count) + " values, more than 2^31 - 1");
-  PlistHandle create(where.Check(H5Dget_create_plist(dataset), what));
   const size_t value_bytes = H5Tget_size(type.get());
-  const hsize_t stored = H5Dget_storage_size(dataset);
-  if (H5Pget_nfilters(create.get()) == 0 && stored < static_cast<hsize_t>(count) * value_bytes)
-    where.Fail(full_name + " claims " + std::to_string(count) + " values but the file stores " +
-               std::to_string(stored) + " bytes of them");
+  const hsize_t most_bytes = MostBytesStored(dataset, what, where);
+  if (value_bytes == 0 || static_cast<hsize_t>(count) > most_bytes / value_bytes)
+    where.Fail(full_name + " claims " + std::to_string(count) + " values of " + std::to_string(value_bytes) +
+               " bytes but the file stores " + std::to_string(H5Dget_storage_size(dataset)) + " bytes of them");
+  // The values, the message the reader builds of them and the answer it sends (child_process.hpp).
+  GrowChildMemoryLimit(4 * static_cast<size_t>(count) * sizeof(T));
   std::vector<T> values(static_cast<size_t>(count));
   if (count > 0)
     where.Check(H5Dread(dataset, ElementType<T>::memory(), H5S_ALL, H5S_ALL, H5P_DEFAULT, values.data()),

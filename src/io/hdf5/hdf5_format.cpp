@@ -250,7 +250,7 @@ void ReadExtraFields(hid_t file, SolverState* state, const Where& where) {
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const pb::FieldDescriptor* field = descriptor->field(i);
     const std::string name = ExtraDatasetName(field);
-    if (!IsCortadoField(field) || !Exists(file, name)) continue;
+    if (!IsCortadoField(field) || !Exists(file, name, "/" + name, where)) continue;
     DatasetHandle dataset = OpenDataset(file, name, "/" + name, where);
     DispatchOnType(field, where.path, [&](auto element) {
       using T = decltype(element);
@@ -274,7 +274,7 @@ NetParameter ReadNetInThisProcess(const std::string& path) {
     GroupHandle data = OpenGroup(file.get(), "data", "/data", where);
     ReadLayerGroups(data.get(), "", "/data", where, &layers);
   }
-  if (Exists(file.get(), "diff")) {
+  if (Exists(file.get(), "diff", "/diff", where)) {
     GroupHandle diff = OpenGroup(file.get(), "diff", "/diff", where);
     std::vector<LayerRead> diffs;
     ReadLayerGroups(diff.get(), "", "/diff", where, &diffs);
@@ -295,13 +295,15 @@ SolverState ReadStateInThisProcess(const std::string& path) {
   FileHandle file = OpenForReading(path, where);
   SolverState state;
   state.set_iter(ReadInt(file.get(), "iter", where));
-  if (Exists(file.get(), "learned_net")) state.set_learned_net(ReadString(file.get(), "learned_net", where));
-  if (Exists(file.get(), "current_step")) state.set_current_step(ReadInt(file.get(), "current_step", where));
+  if (Exists(file.get(), "learned_net", "/learned_net", where))
+    state.set_learned_net(ReadString(file.get(), "learned_net", where));
+  if (Exists(file.get(), "current_step", "/current_step", where))
+    state.set_current_step(ReadInt(file.get(), "current_step", where));
   GroupHandle history = OpenGroup(file.get(), "history", "/history", where);
   const std::vector<std::string> names = ChildNames(history.get(), "/history", where);
   for (size_t i = 0; i < names.size(); ++i) {
     const std::string index = std::to_string(i), full_name = "/history/" + index;
-    if (!Exists(history.get(), index))
+    if (!Exists(history.get(), index, full_name, where))
       where.Fail("/history holds " + std::to_string(names.size()) + " entries but no " + full_name);
     DatasetHandle dataset = OpenDataset(history.get(), index, full_name, where);
     std::vector<hsize_t> dims;
