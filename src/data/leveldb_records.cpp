@@ -1,10 +1,16 @@
-// leveldb_records.cpp — LeveldbRecords: a LevelDB's keys read once, in key order, under a snapshot;
-// values fetched by index with thread-safe Gets into per-thread buffers. One open handle per path is
+// leveldb_records.cpp — LeveldbRecords: a LevelDB's keys read once, in key order, by a child process
+// under a memory limit; values fetched by index under a snapshot with thread-safe Gets into
+// per-thread buffers. One open handle per path is
 // shared in the process, since LevelDB's LOCK file lets a process open a database only once.
 #include <leveldb/db.h>  // leveldb::DB, Options, ReadOptions, Iterator, Snapshot, Status
 
+#include <glog/logging.h>  // CHECK_LE
+
+#include <cstring>
 #include <filesystem>
 #include <map>
+#include <tuple>
+#include <utility>
 
 #include "cortado/child_process.hpp"
 #include "cortado/data.hpp"
@@ -18,6 +24,7 @@ namespace fs = std::filesystem;
 struct LeveldbRecords::Handle {
   leveldb::DB* db = nullptr;
   const leveldb::Snapshot* snapshot = nullptr;
+  std::pair<std::string, std::vector<uint64_t>> keys_and_offsets;  // as LeveldbRecords' keys_, offsets_
   ~Handle() {
     if (snapshot) db->ReleaseSnapshot(snapshot);
     delete db;
@@ -35,6 +42,52 @@ std::mutex& RegistryMutex() {
 std::map<std::string, std::weak_ptr<LeveldbRecords::Handle>>& Registry() {
   static auto* handles = new std::map<std::string, std::weak_ptr<LeveldbRecords::Handle>>;
   return *handles;
+}
+
+// The bytes of the files directly in a folder (a LevelDB keeps no subfolders).
+size_t FolderBytes(const std::string& path) {
+  size_t bytes = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(path, ec)) {
+    const uintmax_t size = entry.is_regular_file(ec) ? entry.file_size(ec) : 0;
+    if (!ec) bytes += static_cast<size_t>(size);
+  }
+  return bytes;
+}
+
+// Every key of the database in key order, each as its length (4 bytes) and its bytes; every block's
+// checksum verified, so damaged bytes are a Corruption status, never parsed.
+std::string ReadKeys(leveldb::DB* db, const std::string& path, const std::string& prefix) {
+  leveldb::ReadOptions read;
+  read.fill_cache = false;
+  read.verify_checksums = true;
+  std::string packed;
+  std::unique_ptr<leveldb::Iterator> it(db->NewIterator(read));
+  for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    const uint32_t size = static_cast<uint32_t>(it->key().size());
+    packed.append(reinterpret_cast<const char*>(&size), sizeof size);
+    packed.append(it->key().data(), size);
+  }
+  CORTADO_REQUIRE(it->status().ok(), prefix, "cannot read LevelDB '", path, "': ", it->status().ToString());
+  return packed;
+}
+
+// ReadKeys' answer as the keys concatenated and where each starts (the last offset ends the last key).
+std::pair<std::string, std::vector<uint64_t>> UnpackKeys(const std::string& packed) {
+  std::pair<std::string, std::vector<uint64_t>> unpacked;
+  auto& [keys, offsets] = unpacked;
+  keys.reserve(packed.size());
+  offsets.push_back(0);
+  for (size_t at = 0; at + sizeof(uint32_t) <= packed.size();) {
+    uint32_t size = 0;
+    std::memcpy(&size, packed.data() + at, sizeof size);
+    at += sizeof size;
+    CHECK_LE(size, packed.size() - at) << "LevelDB keys cut short";  // our own child's answer
+    keys.append(packed, at, size);
+    at += size;
+    offsets.push_back(keys.size());
+  }
+  return unpacked;
 }
 
 std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, const std::string& prefix) {
@@ -57,17 +110,25 @@ std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, cons
   options.create_if_missing = false;
   options.max_open_files = 100;  // Caffe's
   options.paranoid_checks = true;  // a damaged file is an error at open, not a crash later
-  // LevelDB asserts on some damaged databases (a log file numbered 0 aborts its recovery): it opens
-  // the database in a child process first, where such an abort is an Error naming the path. The child
-  // ends without closing the database (a closing DB would wait for a compaction thread it lacks).
-  RunInChildProcess(
+  // LevelDB trusts its files: it asserts on some damaged databases (a log file numbered 0 aborts its
+  // recovery) and allocates whatever size a damaged block handle claims before reading the block. So
+  // the database is first opened and every key read (which reads every table's index and data
+  // blocks, values too) in a child process under a memory limit of 256 MiB plus the folder's size:
+  // such an abort or allocation is an Error naming the path, and the parent, which takes the keys
+  // from the child, only ever reads blocks the child read. The child ends without closing the
+  // database (a closing DB would wait for a compaction thread it lacks).
+  ChildMemory memory;
+  memory.budget_bytes = (size_t{256} << 20) + FolderBytes(path);
+  memory.exceeded_message = prefix + "cannot read LevelDB '" + path + "': reading its keys took more than the " +
+                            std::to_string(memory.budget_bytes >> 20) + " MiB it can need (a damaged database?)";
+  const std::string keys = RunInChildProcess(
       [&] {
         leveldb::DB* probe = nullptr;
         const leveldb::Status opened = leveldb::DB::Open(options, path, &probe);
         if (!opened.ok()) Fail(prefix, "cannot open LevelDB '", path, "': ", opened.ToString());
-        return std::string();
+        return ReadKeys(probe, path, prefix);
       },
-      prefix + "cannot open LevelDB '" + path + "': LevelDB crashed opening it (a damaged database?)");
+      prefix + "cannot open LevelDB '" + path + "': LevelDB crashed opening it (a damaged database?)", memory);
   leveldb::DB* db = nullptr;
   const leveldb::Status s = leveldb::DB::Open(options, path, &db);
   if (!s.ok()) Fail(prefix, "cannot open LevelDB '", path, "': ", s.ToString());
@@ -77,6 +138,7 @@ std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, cons
   });
   handle->db = db;
   handle->snapshot = db->GetSnapshot();
+  handle->keys_and_offsets = UnpackKeys(keys);
   Registry()[id] = handle;
   return handle;
 }
@@ -86,17 +148,7 @@ std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, cons
 LeveldbRecords::LeveldbRecords(const std::string& path, const std::string& owner)
     : path_(path), owner_(owner.empty() ? "" : owner + ": ") {
   handle_ = OpenShared(path, owner_);
-  leveldb::ReadOptions read;
-  read.snapshot = handle_->snapshot;
-  read.fill_cache = false;
-  read.verify_checksums = true;  // every block's CRC: damaged bytes are a Corruption status, never parsed
-  offsets_.push_back(0);
-  std::unique_ptr<leveldb::Iterator> it(handle_->db->NewIterator(read));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-    keys_.append(it->key().data(), it->key().size());
-    offsets_.push_back(keys_.size());
-  }
-  CORTADO_REQUIRE(it->status().ok(), owner_, "cannot read LevelDB '", path_, "': ", it->status().ToString());
+  std::tie(keys_, offsets_) = handle_->keys_and_offsets;
   CORTADO_REQUIRE(size() > 0, owner_, "LevelDB '", path_, "' holds no records");
 }
 
