@@ -99,8 +99,8 @@ void ReadImage(const std::string& path, int label, Datum* datum, Datum* scratch)
     datum->set_encoded(true);
     try {
       cortado::DecodeDatum(*datum, cortado::ColorMode::kKeep, scratch);
-    } catch (const cortado::Error&) {
-      Fail("cannot read image '", path, "' (not an image OpenCV can decode)");
+    } catch (const cortado::Error& e) {  // not an image, or a header claiming too many pixels: say which
+      Fail("cannot read image '", path, "': ", e.what());
     }
     if (scratch->channels() == (FLAGS_gray ? 1 : 3)) {
       datum->set_channels(scratch->channels());

@@ -24,10 +24,19 @@ bool BuiltWithImageSupport();
 // Cortado's and Caffe's convert_imageset keep or write) into `decoded`: channels, height, width and
 // uint8 pixels in C×H×W order (BGR for colour, as OpenCV and Caffe store them), label copied. Reuses
 // decoded's storage. Throws Error when the bytes are not such an image, or when its header claims more
-// than kMostDecodedPixels pixels (a damaged header would have the decoder allocate gigabytes); other
+// than MostDecodedPixels pixels (a damaged header would have the decoder allocate gigabytes); other
 // formats never reach a decoder.
 void DecodeDatum(const Datum& encoded, ColorMode mode, Datum* decoded);
 constexpr uint64_t kMostDecodedPixels = uint64_t{1} << 26;  // 8192×8192
+
+// The most pixels decoded from an encoded image of `bytes` bytes: kMostDecodedPixels, or for a larger
+// file kMostPixelsPerEncodedByte for each of its bytes (a photograph compresses 10 to 50 times, so a
+// 100-megapixel JPEG passes; a small file claiming more is a damaged header or a decompression bomb).
+constexpr uint64_t kMostPixelsPerEncodedByte = 64;
+constexpr uint64_t MostDecodedPixels(uint64_t bytes) {
+  return bytes > kMostDecodedPixels / kMostPixelsPerEncodedByte ? bytes * kMostPixelsPerEncodedByte
+                                                                 : kMostDecodedPixels;
+}
 
 // What an encoded image's header says: its format ("JPEG", "PNG", "BMP", "PNM", "TIFF", "WebP") and
 // size. False when the bytes start no such header (or it lacks the size: a JPEG without a frame).
@@ -40,7 +49,8 @@ bool ReadEncodedImageHeader(std::string_view bytes, EncodedImageHeader* header);
 // Reads the image file at `path` into `datum` with `label`. When height and width are both > 0 the
 // image is resized to them (bilinear, as Caffe). `encoding` empty stores raw pixels; "jpg" or "png"
 // stores the (resized) image encoded in that format, with encoded = true. Throws Error when the file
-// is missing or not an image.
+// is missing or not an image, or its header claims more than MostDecodedPixels(its size) pixels (the
+// file is decoded as DecodeDatum decodes a record).
 void ReadImageToDatum(const std::string& path, int label, int height, int width, ColorMode mode,
                       const std::string& encoding, Datum* datum);
 

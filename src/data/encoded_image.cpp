@@ -66,7 +66,9 @@ bool PnmSize(std::string_view b, EncodedImageHeader* header) {
   return true;
 }
 
-// TIFF: the first image file directory's ImageWidth (256) and ImageLength (257) entries.
+// TIFF: the first image file directory's ImageWidth (256) and ImageLength (257) entries. A directory
+// that lists one twice is measured by the first entry, as libtiff (hence OpenCV) reads it: it ignores
+// later duplicates, so a damaged file listing 32768×32768 and then 1×1 decodes as 32768×32768.
 bool TiffSize(std::string_view b, EncodedImageHeader* header) {
   const bool little = b[0] == 'I';
   auto u16 = [&](size_t at) { return little ? Little16(b, at) : Big16(b, at); };
@@ -79,8 +81,8 @@ bool TiffSize(std::string_view b, EncodedImageHeader* header) {
     const size_t entry = ifd + 2 + 12 * i;
     const uint32_t tag = u16(entry), type = u16(entry + 2);
     const uint32_t value = type == 3 ? u16(entry + 8) : u32(entry + 8);  // SHORT or LONG
-    if (tag == 256) header->width = value, width = true;
-    if (tag == 257) header->height = value, height = true;
+    if (tag == 256 && !width) header->width = value, width = true;
+    if (tag == 257 && !height) header->height = value, height = true;
   }
   return width && height;
 }

@@ -347,6 +347,26 @@ TEST(WindowData, AnImageOfAnotherSizeThanDeclaredIsNamedWithItsLine) {
   EXPECT_NE(cached.find("w.txt:2: image"), std::string::npos) << cached;
 }
 
+// A small damaged image whose header claims 20000×20000 pixels is refused by one line naming it and its
+// window-file line, before OpenCV allocates what it claims (1.2 GB), whether read by the workers or
+// cached at setup.
+TEST(WindowData, AnImageWhoseHeaderClaimsTooManyPixelsIsRefusedNamingIt) {
+  SKIP_WITHOUT_OPENCV();
+  const std::string dir = TempDir();
+  // A PNG's signature and IHDR chunk (8-bit RGB, 20000×20000 = 0x4E20 each) and no image data.
+  std::string png("\x89PNG\r\n\x1a\n\0\0\0\x0dIHDR\0\0\x4e\x20\0\0\x4e\x20\x08\x02\0\0\0\0\0\0\0", 33);
+  WriteFile(dir + "/big.png", png);
+  WriteFile(dir + "/w.txt", OneImage("big.png", 3, 20000, 20000, {"0 0.1 1 1 3 3"}));
+  const std::string param = "root_folder: '" + dir + "/' batch_size: 1 fg_fraction: 0";
+  const std::string expected = "layer w (WindowData): " + dir + "/w.txt:2: cannot read image '" + dir +
+                               "/big.png': the PNG image claims 20000×20000 pixels, more than the 67108864 Cortado "
+                               "decodes (a damaged header?)";
+  LayerFixture f(Layer(dir + "/w.txt", param, "crop_size: 3"), {}, 2);
+  EXPECT_EQ(ErrorOf([&] { f.Forward(); }), expected);
+  EXPECT_EQ(ErrorOf([&] { LayerFixture g(Layer(dir + "/w.txt", param + " cache_images: true", "crop_size: 3"), {}, 2); }),
+            expected);
+}
+
 TEST(WindowData, ParameterMistakesAreRefusedAtSetup) {
   SKIP_WITHOUT_OPENCV();
   const std::string dir = TempDir();

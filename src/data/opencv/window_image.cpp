@@ -1,13 +1,13 @@
 // window_image.cpp — the WindowData layer's image reading and window warp (window_file.hpp) with OpenCV:
-// cv::imread into an interleaved 8-bit buffer, cv::resize (INTER_LINEAR) of a region of it, as Caffe's
-// WindowData reads and warps its windows.
+// ReadImageFile (image.cpp: the header checked, then cv::imdecode as cv::imread) into an interleaved
+// 8-bit buffer, cv::resize (INTER_LINEAR) of a region of it, as Caffe's WindowData reads and warps its
+// windows.
 #include <glog/logging.h>
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include "cortado/window_file.hpp"
-#include "cortado/error.hpp"
+#include "image_file.hpp"
 
 namespace cortado {
 
@@ -21,9 +21,7 @@ cv::Mat View(const Image8& image) {
 
 void ReadImage8(const std::string& path, ColorMode mode, Image8* image) {
   CHECK(mode != ColorMode::kKeep) << "ReadImage8 reads colour or grey";
-  cv::Mat decoded = cv::imread(path, mode == ColorMode::kGray ? cv::IMREAD_GRAYSCALE : cv::IMREAD_COLOR);
-  CORTADO_REQUIRE(!decoded.empty(), "cannot read image '", path, "' (missing, unreadable or not an image)");
-  if (decoded.depth() != CV_8U) decoded.convertTo(decoded, CV_8U);
+  const cv::Mat decoded = ReadImageFile(path, mode);  // IMREAD_COLOR or IMREAD_GRAYSCALE, 8-bit
   image->channels = decoded.channels();
   image->height = decoded.rows;
   image->width = decoded.cols;
