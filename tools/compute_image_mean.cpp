@@ -33,6 +33,7 @@ int Compute(const std::string& db_path, const std::string& mean_path) {
   const uint64_t count = records->size();
   Datum datum, decoded;
   int channels = 0, height = 0, width = 0;
+  size_t size = 0;  // C·H·W of the first record, which every record shares
   std::vector<double> sum;
   LOG(INFO) << "Starting iteration";
   for (uint64_t n = 0; n < count; ++n) {
@@ -49,24 +50,33 @@ int Compute(const std::string& db_path, const std::string& mean_path) {
       }
       d = &decoded;
     }
-    const size_t size = size_t(d->channels()) * d->height() * d->width();
     if (n == 0) {
+      // The first record's shape sizes the sums: every axis positive and C·H·W in int64 (int(C)·H < 2^62,
+      // only the last product can overflow), and its values checked below before the sums are allocated.
       channels = d->channels(), height = d->height(), width = d->width();
-      CORTADO_REQUIRE(size > 0, "record '", key, "' of '", db_path, "' has shape ",
+      CORTADO_REQUIRE(channels > 0 && height > 0 && width > 0, "record '", key, "' of '", db_path, "' has shape ",
                       ShapeText(channels, height, width), " (C×H×W); every axis must be positive");
-      sum.assign(size, 0.0);
+      int64_t needed = 0;
+      CORTADO_REQUIRE(!__builtin_mul_overflow(int64_t(channels) * height, width, &needed), "record '", key, "' of '",
+                      db_path, "' has shape ", ShapeText(channels, height, width), " (C×H×W), more than 2^63 values");
+      size = static_cast<size_t>(needed);
     }
     CORTADO_REQUIRE(d->channels() == channels && d->height() == height && d->width() == width, "record '",
                     key, "' of '", db_path, "' is ", ShapeText(d->channels(), d->height(), d->width()),
                     " (C×H×W) but the first record is ", ShapeText(channels, height, width));
-    if (!d->data().empty()) {
+    const bool from_bytes = !d->data().empty();
+    if (from_bytes) {
       CORTADO_REQUIRE(d->data().size() == size, "record '", key, "' of '", db_path, "' holds ",
                       d->data().size(), " bytes of pixels; its shape needs ", size);
-      const auto* pixels = reinterpret_cast<const uint8_t*>(d->data().data());
-      for (size_t i = 0; i < size; ++i) sum[i] += pixels[i];
     } else {
       CORTADO_REQUIRE(size_t(d->float_data_size()) == size, "record '", key, "' of '", db_path, "' holds ",
                       d->float_data_size(), " float values; its shape needs ", size);
+    }
+    if (n == 0) sum.assign(size, 0.0);
+    if (from_bytes) {
+      const auto* pixels = reinterpret_cast<const uint8_t*>(d->data().data());
+      for (size_t i = 0; i < size; ++i) sum[i] += pixels[i];
+    } else {
       for (size_t i = 0; i < size; ++i) sum[i] += d->float_data(static_cast<int>(i));
     }
     if ((n + 1) % 10000 == 0) LOG(INFO) << "Processed " << n + 1 << " files.";

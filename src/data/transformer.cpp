@@ -19,6 +19,13 @@ std::string ShapeText(const std::vector<Dim>& shape) {
   return out.str();
 }
 
+// C·H·W of positive int axes, or -1 when it does not fit in int64 (more values than any file holds):
+// int64(c)·h < 2^62 is exact, only the last product can overflow.
+int64_t ValueCount(int channels, int height, int width) {
+  int64_t count = 0;
+  return __builtin_mul_overflow(int64_t(channels) * height, width, &count) ? -1 : count;
+}
+
 }  // namespace
 
 MeanImage ReadMeanImage(const std::string& path) {
@@ -41,7 +48,7 @@ MeanImage ReadMeanImage(const std::string& path) {
   while (shape.size() < 3) shape.insert(shape.begin(), 1);
   CORTADO_REQUIRE(shape.size() == 3, "mean file '", path, "' has shape ", mean.given, "; expected 1×C×H×W");
   mean.shape = shape;
-  const int64_t count = int64_t(shape[0]) * shape[1] * shape[2];
+  const int64_t count = ValueCount(shape[0], shape[1], shape[2]);  // -1, matching nothing, on overflow
   if (proto.data_size() == count) {
     mean.values.assign(proto.data().begin(), proto.data().end());
   } else if (proto.double_data_size() == count) {
@@ -95,12 +102,13 @@ void DataTransformer::Transform(const Datum& datum, float* out, RecordRng& rng) 
                   ": encoded images need OpenCV (store raw pixels: convert_imageset without --encoded)");
   const int channels = datum.channels(), height = datum.height(), width = datum.width();
   CheckShape(channels, height, width);
-  const int64_t count = int64_t(channels) * height * width;
+  const int64_t count = ValueCount(channels, height, width);  // -1, matching nothing, on overflow
   const std::string& bytes = datum.data();
   const bool from_bytes = !bytes.empty();
   CORTADO_REQUIRE(from_bytes ? int64_t(bytes.size()) == count : datum.float_data_size() == count,
                   owner_, ": a record of shape ", ShapeText({channels, height, width}), " holds ",
-                  from_bytes ? bytes.size() : datum.float_data_size(), " values instead of ", count);
+                  from_bytes ? bytes.size() : datum.float_data_size(), " values instead of ",
+                  count < 0 ? std::string("more than 2^63") : std::to_string(count));
 
   const bool train = phase_ == TRAIN;
   const bool flip = param_.mirror() && train && rng() % 2;

@@ -2,6 +2,7 @@
 // by the BatchPipeline's workers, decoded when encoded, and transformed into the batch.
 #include <glog/logging.h>
 
+#include <cstdint>
 #include <filesystem>
 
 #include "cortado/data.hpp"
@@ -30,9 +31,17 @@ PipelineDataLayer::Source DataLayer::Open(bool has_label) {
                   "default when backend is not given); set backend: LMDB");
   records_ = OpenRecords(dp.backend(), dp.source(), Describe());
   transformer_ = std::make_unique<DataTransformer>(param_.transform_param(), param_.phase(), Describe());
-  // The first record gives the shape of every record.
+  // The first record gives the shape of every record: check that it holds C·H·W values before its
+  // shape sizes the batches (a damaged record's header could claim gigabytes).
   Datum datum, decoded;
   const Datum& first = Parse(0, &datum, &decoded);
+  const std::vector<int> item_shape = transformer_->OutputShape(first);  // every axis > 0
+  const int64_t values = first.data().empty() ? first.float_data_size() : int64_t(first.data().size());
+  int64_t count = 0;  // C·H·W; the axes are positive ints, so only the last product can overflow
+  const bool overflow = __builtin_mul_overflow(int64_t(first.channels()) * first.height(), first.width(), &count);
+  CORTADO_REQUIRE(!overflow && values == count, Describe(), ": ", RecordName(0), " has shape ", first.channels(),
+                  "×", first.height(), "×", first.width(), " but holds ", values, " values instead of ",
+                  overflow ? std::string("more than 2^63") : std::to_string(count));
   record_shape_ = {first.channels(), first.height(), first.width()};
   Source source;
   source.batch_size = static_cast<int>(dp.batch_size());
@@ -40,7 +49,7 @@ PipelineDataLayer::Source DataLayer::Open(bool has_label) {
   source.prefetch = static_cast<int>(dp.prefetch());
   source.threads = static_cast<int>(dp.threads());
   source.shuffle = dp.shuffle();
-  source.item_shape = transformer_->OutputShape(first);
+  source.item_shape = item_shape;
   return source;
 }
 

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstdint>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -206,6 +207,17 @@ void HDF5DataLayer::Read(size_t file_index) {
     const std::string dataset = "'" + path + "': /" + names_[i];
     CORTADO_REQUIRE(!dims.empty(), Describe(), ": ", dataset, " is a scalar; HDF5Data needs its rows along axis 0");
     CORTADO_REQUIRE(dims[0] > 0, Describe(), ": ", dataset, " has no rows");
+    // Rows never outnumber values (OrderRows allocates one index per row): every per-row axis is
+    // positive and the values are all the dims' product, which libhdf5 could wrap.
+    for (size_t d = 1; d < dims.size(); ++d)
+      CORTADO_REQUIRE(dims[d] > 0, Describe(), ": ", dataset, " has ", dims[0], " rows of ", RowShapeText(dims),
+                      "; every axis must be positive");
+    uint64_t product = 1;
+    bool fits = true;
+    for (int64_t dim : dims) fits = fits && !__builtin_mul_overflow(product, static_cast<uint64_t>(dim), &product);
+    CORTADO_REQUIRE(fits && product == datasets[i].values.size(), Describe(), ": ", dataset, " has ", dims[0],
+                    " rows of ", RowShapeText(dims), " but holds ", datasets[i].values.size(),
+                    " values (a damaged HDF5 file?)");
     CORTADO_REQUIRE(dims[0] == datasets[0].dims[0], Describe(), ": ", dataset, " has ", dims[0], " rows but /",
                     names_[0], " has ", datasets[0].dims[0], "; every dataset of a file needs the same number "
                     "of rows (axis 0)");

@@ -213,4 +213,29 @@ TEST(Transformer, PayloadOfTheWrongSize) {
   EXPECT_TRUE(Contains(ErrorOf([&] { t.Transform(d, out, rng); }), "holds 3 values instead of 4"));
 }
 
+// C·H·W past int64 (16×2^30×2^30 = 2^64, which wrapped to 0) must not let an empty record through: the
+// loop would read 2^64 values of nothing.
+TEST(Transformer, ShapeWhoseValueCountOverflowsInt64) {
+  DataTransformer t(Param("crop_size: 1"), TEST, "t");
+  Datum d;
+  d.set_channels(16), d.set_height(1 << 30), d.set_width(1 << 30);
+  float out[16];
+  RecordRng rng(1);
+  EXPECT_EQ(ErrorOf([&] { t.Transform(d, out, rng); }),
+            "t: a record of shape 16×1073741824×1073741824 holds 0 values instead of more than 2^63");
+  d.add_float_data(1.0f);
+  EXPECT_EQ(ErrorOf([&] { t.Transform(d, out, rng); }),
+            "t: a record of shape 16×1073741824×1073741824 holds 1 values instead of more than 2^63");
+}
+
+// The same for a mean file: an empty 1×16×2^30×2^30 mean is refused, not taken for "no mean".
+TEST(Transformer, MeanFileWhoseValueCountOverflowsInt64) {
+  const std::string mean_path = TempDir() + "/mean.binaryproto";
+  BlobProto mean;
+  for (int d : {1, 16, 1 << 30, 1 << 30}) mean.mutable_shape()->add_dim(d);
+  WriteProtoToBinaryFile(mean, mean_path);
+  EXPECT_EQ(ErrorOf([&] { DataTransformer t(Param("mean_file: '" + mean_path + "'"), TEST, "t"); }),
+            "t: mean file '" + mean_path + "' has shape 1×16×1073741824×1073741824 but holds 0 values");
+}
+
 }  // namespace cortado::test

@@ -176,6 +176,36 @@ TEST(DataLayer, RecordOfAnotherShapeIsRethrownByForward) {
   EXPECT_TRUE(Contains(message, "record 'b' has shape 1×1×3")) << message;
 }
 
+// A damaged first record whose header claims far more values than it holds is refused at setup,
+// before its shape sizes the batches (1×46340×46340 would be 8 GiB per item; 16×2^30×2^30 wraps int64).
+TEST(DataLayer, FirstRecordHoldingFewerValuesThanItsShapeIsASetupError) {
+  struct Case {
+    int c, h, w;
+    std::string bytes;
+    int floats;
+    std::string expected;  // after "record '00000000' of LMDB '<db>' has shape "
+  };
+  const std::vector<Case> cases = {
+      {1, 46340, 46340, std::string(15, '\1'), 0, "1×46340×46340 but holds 15 values instead of 2147395600"},
+      {1, 46340, 46340, "", 3, "1×46340×46340 but holds 3 values instead of 2147395600"},
+      {16, 1 << 30, 1 << 30, "", 0, "16×1073741824×1073741824 but holds 0 values instead of more than 2^63"},
+      {1, 2, 2, std::string(5, '\1'), 0, "1×2×2 but holds 5 values instead of 4"},
+  };
+  for (const Case& c : cases) {
+    const std::string db = NewTempDir() + "/db";
+    {
+      LmdbWriter writer(db, "test");
+      Datum d;
+      d.set_channels(c.c), d.set_height(c.h), d.set_width(c.w), d.set_data(c.bytes);
+      for (int i = 0; i < c.floats; ++i) d.add_float_data(1.0f);
+      writer.Put("00000000", d.SerializeAsString());
+      writer.Finish();
+    }
+    const std::string message = ErrorOf([&] { LayerFixture f(DataLayerText(db, 4, "prefetch: 4"), {}, 2); });
+    EXPECT_EQ(message, "layer data (Data): record '00000000' of LMDB '" + db + "' has shape " + c.expected);
+  }
+}
+
 TEST(DataLayer, DestructorNeverHangs) {
   const std::string db = BuildDb(4, 1, 2, 2);
   for (int consumed : {0, 1, 3}) {

@@ -208,6 +208,17 @@ TEST(HDF5Data, DatasetErrorsNameTheLayerAndTheFile) {
                    {"rows.h5", "/label has 4 rows", "/data has 3"});
 }
 
+// A dataset of 2^31 rows of nothing holds no values and would still have sized the row order (16 GiB):
+// every per-row axis must be positive, so rows never outnumber the values present.
+TEST(HDF5Data, RowsOfNoValuesAreAnError) {
+  SKIP_WITHOUT_HDF5_OR_H5PY();
+  const std::string dir = TempDir();
+  ASSERT_TRUE(WriteH5(dir + "/empty_rows.h5 data:f4:2147483648x0:0 label:f4:2147483648x0:0"));
+  EXPECT_EQ(SetUpError(LayerText(WriteList(dir, {dir + "/empty_rows.h5"}), 2)),
+            "layer d (HDF5Data): '" + dir + "/empty_rows.h5': /data has 2147483648 rows of shape 0; every axis "
+            "must be positive");
+}
+
 TEST(HDF5Data, LaterFileWithAnotherRowShapeIsAnError) {
   SKIP_WITHOUT_HDF5_OR_H5PY();
   const std::string dir = TempDir();

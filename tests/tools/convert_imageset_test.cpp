@@ -402,4 +402,37 @@ TEST(ComputeImageMean, ErrorsNameTheRecord) {
   EXPECT_TRUE(Has(line, "unknown --backend=rocksdb")) << line;
 }
 
+// A damaged first record whose header claims far more values than it holds (1×46340×46340: 16 GiB of
+// sums), negative axes (whose size_t product wrapped to 1) or a C·H·W past int64 is refused before the
+// sums are allocated.
+TEST(ComputeImageMean, DamagedFirstRecordIsRefusedBeforeAllocating) {
+  struct Case {
+    int c, h, w;
+    std::string bytes;
+    int floats;
+    std::string expected;  // after "record 'key0' of '<db>' "
+  };
+  const std::vector<Case> cases = {
+      {1, 46340, 46340, std::string(15, '\x07'), 0, "holds 15 bytes of pixels; its shape needs 2147395600"},
+      {1, 46340, 46340, "", 3, "holds 3 float values; its shape needs 2147395600"},
+      {-1, -1, 1, std::string(1, '\x07'), 0, "has shape -1×-1×1 (C×H×W); every axis must be positive"},
+      {16, 1 << 30, 1 << 30, "", 0, "has shape 16×1073741824×1073741824 (C×H×W), more than 2^63 values"},
+  };
+  for (const Case& c : cases) {
+    const std::string db = NewTempDir() + "/db";
+    {
+      LmdbWriter writer(db, "test");
+      Datum d;
+      d.set_channels(c.c), d.set_height(c.h), d.set_width(c.w), d.set_data(c.bytes);
+      for (int i = 0; i < c.floats; ++i) d.add_float_data(1.0f);
+      writer.Put("key0", d.SerializeAsString());
+      writer.Finish();
+    }
+    const std::string mean = db + "/../mean.binaryproto";
+    EXPECT_EQ(ErrorLine(RunTool("compute_image_mean", db + " " + mean), "compute_image_mean"),
+              "compute_image_mean: error: record 'key0' of '" + db + "' " + c.expected);
+    EXPECT_FALSE(fs::exists(mean));
+  }
+}
+
 }  // namespace cortado::test
