@@ -1,7 +1,10 @@
 // fuzz_util.cpp — the harnesses' shared set-up and helpers (fuzz_util.hpp).
 #include "fuzz_util.hpp"
 
+#include <errno.h>  // program_invocation_short_name
+#include <fcntl.h>
 #include <glog/logging.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,8 +32,23 @@ void RemoveWorkDir() {
   if (g_work_dir != nullptr) fs::remove_all(*g_work_dir, ec);
 }
 
+// The work directory's path is the same in every run of a harness, /dev/shm/cortado_fuzz_<program>:
+// paths under it reach string comparisons that libFuzzer records for its mutations, so random bytes
+// in it would make two runs with one seed differ (scripts/fuzz.sh's fixed runs). A lock held for the
+// process's life keeps it to one process; a second instance of the same harness works in a
+// directory of its own with a random name.
 std::string MakeWorkDir() {
   for (const char* base : {"/dev/shm", "/tmp"}) {
+    const std::string fixed = std::string(base) + "/cortado_fuzz_" + program_invocation_short_name;
+    std::error_code ec;
+    fs::create_directories(fixed, ec);
+    const int lock = ::open((fixed + "/.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (lock >= 0 && ::flock(lock, LOCK_EX | LOCK_NB) == 0) {
+      for (const auto& entry : fs::directory_iterator(fixed, ec))  // a crashed run's files
+        if (entry.path().filename() != ".lock") fs::remove_all(entry.path(), ec);
+      return fixed;  // the lock stays held until the process ends
+    }
+    if (lock >= 0) ::close(lock);
     std::string pattern = std::string(base) + "/cortado_fuzz_XXXXXX";
     if (::mkdtemp(pattern.data()) != nullptr) return pattern;
   }
@@ -83,7 +101,18 @@ std::string FreshFolder(const std::string& name) {
   return path;
 }
 
-std::string SmallNetPath() { return CORTADO_FUZZ_DIR "/small_net.prototxt"; }
+// A copy in the work directory: the checkout's path differs from one clone to the next, and the
+// net's path reaches error messages and comparisons as the work directory's does (MakeWorkDir).
+std::string SmallNetPath() {
+  static const std::string* path = [] {
+    auto* copy = new std::string(Setup() + "/small_net.prototxt");
+    std::error_code ec;
+    fs::copy_file(CORTADO_FUZZ_DIR "/small_net.prototxt", *copy, fs::copy_options::overwrite_existing, ec);
+    if (ec) std::abort();  // the checkout is broken, not the input
+    return copy;
+  }();
+  return *path;
+}
 
 NetParameter SmallNet() {
   static const NetParameter* net = [] {

@@ -5,8 +5,10 @@
 // reported as one line): that is the expected answer to a bad file. Anything else — a signal, an abort
 // (a CHECK, an LMDB assertion), another exception escaping, a sanitizer report — is a finding.
 //
-// The harness process works in a fresh temporary directory of its own (under /dev/shm when it can),
-// which is its working directory, so the files the inputs make or name never land anywhere else.
+// The harness process works in a directory of its own, /dev/shm/cortado_fuzz_<program> (emptied at
+// start, held by a lock; under /tmp without /dev/shm, a random name for a second instance), which is
+// its working directory, so the files the inputs make or name never land anywhere else. Its path is the
+// same in every run, so that a fixed number of fuzzing runs covers the same edges each time.
 #pragma once
 
 #include <cstddef>

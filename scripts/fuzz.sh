@@ -4,14 +4,24 @@
 #   1. runs the sanitizer subset of the test suite under ASan and UBSan ($SANITIZER_TESTS, a CTest
 #      regex: the tests of everything that reads a user's file, the tools end to end, and the fuzz
 #      replays of every seed and regression input);
-#   2. fuzzes each harness for --seconds (default 20) from its seeds in fuzz/corpus/ (new inputs go
-#      to build-fuzz/corpus/, never into the checkout); a finding is saved as
-#      build-fuzz/findings/<harness>/crash-* (or leak-, timeout-, oom-) and fails the run.
+#   2. fuzzes each harness from its seeds in fuzz/corpus/ and its regressions in fuzz/regressions/,
+#      in one of two ways:
+#        by runs (the default, what CI runs): each harness makes the runs fuzz/ci_runs.txt gives
+#          it (or --runs N) with libFuzzer's random seed fixed (--seed, default 1), without address
+#          randomisation, from the committed inputs alone, given as one sorted list, into a corpus
+#          made afresh (build-fuzz/ci-corpus/): the same code gives the same table on any machine;
+#        --seconds N (a developer's campaign): N seconds, unseeded, growing build-fuzz/corpus/ from
+#          one campaign to the next.
+#      New inputs never go into the checkout. A finding is saved as build-fuzz/findings/<harness>/
+#      crash-* (or leak-, timeout-, oom-) and fails the run: keep it in fuzz/regressions/ with a fix.
 # Ends with a table: per harness, executions, coverage (libFuzzer's cov and ft), corpus size and
 # findings; the last line is "fuzz.sh: N harnesses, N findings, sanitizer tests: passed|failed|skipped".
 #
-# Usage: scripts/fuzz.sh [--seconds N] [--jobs N] [--no-tests] [--make-seeds] [HARNESS...]
+# Usage: scripts/fuzz.sh [--runs N] [--seed S] [--seconds N] [--jobs N] [--no-tests] [--make-seeds] [HARNESS...]
 #   HARNESS       only these (e.g. lmdb net_prototxt); default every fuzz/*_fuzzer.cpp
+#   --runs N      N runs of every harness instead of fuzz/ci_runs.txt's
+#   --seed S      libFuzzer's random seed for the runs (default 1)
+#   --seconds N   fuzz each harness for N seconds instead (e.g. --seconds 600)
 #   --jobs N      harnesses fuzzed at once (default: the number of cores)
 #   --no-tests    skip step 1
 #   --make-seeds  rewrite the generated seeds in fuzz/corpus/ (fuzz_make_seeds) and stop
@@ -23,9 +33,11 @@ cd "$REPO_ROOT"
 
 SANITIZER_TESTS='^(FuzzReplay|Mistakes|BadInput|FaultGuard|FaultGuardDeathTest|ChildProcess|EncodedImage|Lmdb|Leveldb|Prototxt|Upgrade|Hdf5|Transformer|ConvertMnistData|ConvertImageset|ComputeImageMean|ExtractFeatures|ImageData|DataLayer|Net|Solver|Resume|TrainerCli)\.'
 
-seconds=20 jobs=$JOBS run_tests=1 make_seeds=0 only=()
+runs=0 seed=1 seconds=0 jobs=$JOBS run_tests=1 make_seeds=0 only=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --runs) runs="$2"; shift 2 ;;
+    --seed) seed="$2"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
     --jobs) jobs="$2"; shift 2 ;;
     --no-tests) run_tests=0; shift ;;
@@ -56,8 +68,10 @@ if ((make_seeds)); then
 fi
 
 # Any sanitizer report ends the process with an error; a leak is a finding too. Third-party
-# libraries' own leaks at exit are listed in fuzz/lsan.supp.
-export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:allow_user_segv_handler=1:handle_segv=1:handle_sigbus=1"
+# libraries' own leaks at exit are listed in fuzz/lsan.supp. malloc returns null when memory runs out
+# (as glibc's does), so a child process reading a file under its memory limit (child_process.hpp) sees
+# libhdf5 refuse the file instead of the sanitizer ending it.
+export ASAN_OPTIONS="abort_on_error=1:detect_leaks=1:allow_user_segv_handler=1:handle_segv=1:handle_sigbus=1:allocator_may_return_null=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export LSAN_OPTIONS="suppressions=$REPO_ROOT/fuzz/lsan.supp:print_suppressions=0"
 
@@ -87,19 +101,59 @@ else
   done
 fi
 
-fuzz_one() {  # fuzz_one HARNESS: fuzzes it for $seconds; its log is build-fuzz/logs/HARNESS.log
+# libFuzzer's memory limits: -rss_limit_mb is watched by a thread of the fuzzing process and
+# -malloc_limit_mb by a malloc hook, which a forked child inherits; the children that read files run
+# under the product's own, smaller limit (child_process.hpp: 256 MiB plus what the file can hold,
+# always under this one for inputs of a fuzzer's sizes), so it is the product's limit that a wild
+# allocation in a child meets, and the child refuses the file.
+fuzz_one() {  # fuzz_one HARNESS: fuzzes it; its log is build-fuzz/logs/HARNESS.log
   local harness="$1"
-  local corpus="$FUZZ_DIR/corpus/$harness" findings="$FUZZ_DIR/findings/$harness"
-  mkdir -p "$corpus" "$findings" "$FUZZ_DIR/logs"
-  local inputs=("$corpus" "$REPO_ROOT/fuzz/corpus/$harness")
-  [[ -d "$REPO_ROOT/fuzz/regressions/$harness" ]] && inputs+=("$REPO_ROOT/fuzz/regressions/$harness")
-  "$FUZZ_DIR/fuzz/${harness}_fuzzer" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560 \
-    -artifact_prefix="$findings/" -print_final_stats=1 "${inputs[@]}" >"$FUZZ_DIR/logs/$harness.log" 2>&1 || true
+  local findings="$FUZZ_DIR/findings/$harness" corpus seeds=()
+  mkdir -p "$findings" "$FUZZ_DIR/logs"
+  local committed=("$REPO_ROOT/fuzz/corpus/$harness")
+  [[ -d "$REPO_ROOT/fuzz/regressions/$harness" ]] && committed+=("$REPO_ROOT/fuzz/regressions/$harness")
+  local limits=(-timeout=25 -rss_limit_mb=2560 -malloc_limit_mb=2560)
+  if ((seconds > 0)); then
+    corpus="$FUZZ_DIR/corpus/$harness"
+    mkdir -p "$corpus"
+    seeds=(-max_total_time="$seconds" "$corpus" "${committed[@]}")
+  else
+    # The committed inputs as one list in a fixed order (a folder's order is the file system's).
+    corpus="$FUZZ_DIR/ci-corpus/$harness"
+    rm -rf "$corpus" && mkdir -p "$corpus"
+    find "${committed[@]}" -type f | LC_ALL=C sort | paste -sd, | tr -d '\n' >"$FUZZ_DIR/ci-corpus/$harness.list"
+    local harness_runs="$runs"
+    if ((harness_runs == 0)); then
+      harness_runs=$(awk -v h="$harness" '$1 == h { print $2 }' "$REPO_ROOT/fuzz/ci_runs.txt")
+      harness_runs=${harness_runs:-1000}
+    fi
+    # -reload=0: libFuzzer otherwise rereads its corpus folder every second, which runs inputs at
+    # moments that depend on the clock.
+    seeds=(-runs="$harness_runs" -seed="$seed" -reload=0 -seed_inputs=@"$FUZZ_DIR/ci-corpus/$harness.list" "$corpus")
+  fi
+  $FIXED_ADDRESSES "$FUZZ_DIR/fuzz/${harness}_fuzzer" "${limits[@]}" -artifact_prefix="$findings/" \
+    -print_final_stats=1 "${seeds[@]}" >"$FUZZ_DIR/logs/$harness.log" 2>&1 || true
 }
+# A fixed number of runs gives the same table only if each run of an input covers the same edges. Some
+# of what a run does follows addresses (containers ordered or hashed by pointer), which differ from one
+# process to the next under address-space randomisation: the runs are made without it (setarch -R),
+# where the kernel allows that.
+FIXED_ADDRESSES=""
+if ((seconds == 0)); then
+  if setarch "$(uname -m)" -R true 2>/dev/null; then
+    FIXED_ADDRESSES="setarch $(uname -m) -R"
+  else
+    log "warning: setarch -R is refused here; the fuzzing table may differ from run to run"
+  fi
+fi
 export -f fuzz_one
-export FUZZ_DIR REPO_ROOT seconds
+export FUZZ_DIR REPO_ROOT seconds runs seed FIXED_ADDRESSES
 
-log "fuzzing ${#harnesses[@]} harnesses for ${seconds}s each, $jobs at a time"
+if ((seconds > 0)); then
+  log "fuzzing ${#harnesses[@]} harnesses for ${seconds}s each, $jobs at a time"
+else
+  log "fuzzing ${#harnesses[@]} harnesses, $( ((runs > 0)) && echo "$runs runs each" || echo "the runs fuzz/ci_runs.txt gives each") with seed $seed, $jobs at a time"
+fi
 rm -rf "$FUZZ_DIR/findings"
 printf '%s\n' "${harnesses[@]}" | xargs -P "$jobs" -I{} bash -c 'fuzz_one {}'
 
