@@ -51,14 +51,14 @@ int Compute(const std::string& db_path, const std::string& mean_path) {
       d = &decoded;
     }
     if (n == 0) {
-      // The first record's shape sizes the sums: every axis positive and C·H·W in int64 (int(C)·H < 2^62,
-      // only the last product can overflow), and its values checked below before the sums are allocated.
+      // The first record's shape sizes the sums: every axis positive and C·H·W in int64, and its values
+      // checked below before the sums are allocated.
       channels = d->channels(), height = d->height(), width = d->width();
       CORTADO_REQUIRE(channels > 0 && height > 0 && width > 0, "record '", key, "' of '", db_path, "' has shape ",
                       ShapeText(channels, height, width), " (C×H×W); every axis must be positive");
-      int64_t needed = 0;
-      CORTADO_REQUIRE(!__builtin_mul_overflow(int64_t(channels) * height, width, &needed), "record '", key, "' of '",
-                      db_path, "' has shape ", ShapeText(channels, height, width), " (C×H×W), more than 2^63 values");
+      const int64_t needed = cortado::ValueCount(channels, height, width);
+      CORTADO_REQUIRE(needed >= 0, "record '", key, "' of '", db_path, "' has shape ",
+                      ShapeText(channels, height, width), " (C×H×W), more than 2^63 values");
       size = static_cast<size_t>(needed);
     }
     CORTADO_REQUIRE(d->channels() == channels && d->height() == height && d->width() == width, "record '",

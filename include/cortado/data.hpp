@@ -250,6 +250,10 @@ struct MeanImage {
 };
 MeanImage ReadMeanImage(const std::string& path);
 
+// C·H·W of a record's (or mean image's) positive axes, or -1 when it does not fit in int64: a damaged
+// header, since no record holds that many values (-1 equals no value count).
+int64_t ValueCount(int channels, int height, int width);
+
 
 // Per output element: y = (x − mean) · scale, where x is the datum's pixel (uint8 `data`, or
 // `float_data` when `data` is empty) and mean is mean_file's value at the same pixel (a BlobProto of

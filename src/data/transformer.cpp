@@ -19,14 +19,13 @@ std::string ShapeText(const std::vector<Dim>& shape) {
   return out.str();
 }
 
-// C·H·W of positive int axes, or -1 when it does not fit in int64 (more values than any file holds):
-// int64(c)·h < 2^62 is exact, only the last product can overflow.
+}  // namespace
+
+// int64(c)·h < 2^62 is exact for int axes: only the last product can overflow.
 int64_t ValueCount(int channels, int height, int width) {
   int64_t count = 0;
   return __builtin_mul_overflow(int64_t(channels) * height, width, &count) ? -1 : count;
 }
-
-}  // namespace
 
 MeanImage ReadMeanImage(const std::string& path) {
   BlobProto proto;

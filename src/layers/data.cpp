@@ -37,11 +37,10 @@ PipelineDataLayer::Source DataLayer::Open(bool has_label) {
   const Datum& first = Parse(0, &datum, &decoded);
   const std::vector<int> item_shape = transformer_->OutputShape(first);  // every axis > 0
   const int64_t values = first.data().empty() ? first.float_data_size() : int64_t(first.data().size());
-  int64_t count = 0;  // C·H·W; the axes are positive ints, so only the last product can overflow
-  const bool overflow = __builtin_mul_overflow(int64_t(first.channels()) * first.height(), first.width(), &count);
-  CORTADO_REQUIRE(!overflow && values == count, Describe(), ": ", RecordName(0), " has shape ", first.channels(),
-                  "×", first.height(), "×", first.width(), " but holds ", values, " values instead of ",
-                  overflow ? std::string("more than 2^63") : std::to_string(count));
+  const int64_t count = ValueCount(first.channels(), first.height(), first.width());  // -1: past int64
+  CORTADO_REQUIRE(values == count, Describe(), ": ", RecordName(0), " has shape ", first.channels(), "×",
+                  first.height(), "×", first.width(), " but holds ", values, " values instead of ",
+                  count < 0 ? std::string("more than 2^63") : std::to_string(count));
   record_shape_ = {first.channels(), first.height(), first.width()};
   Source source;
   source.batch_size = static_cast<int>(dp.batch_size());
