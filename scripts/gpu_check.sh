@@ -29,10 +29,10 @@ has_gpu() { nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
 
 device_command() {
   cat <<'EOF'
-Next, on the GPU machine: the device tool's `run` with carry [".gpu"] and timeout_s 600, command:
+Next, on the GPU machine, in a copy of this checkout that includes .gpu/ (allow 10 minutes):
     scripts/gpu_check.sh run
-Its logs and summary.txt are written under $OUT (which the device tool sets; build-gpu-bench/
-without it); the output ends with the table.
+Its logs and summary.txt are written under $OUT when that variable names a folder, else under
+build-gpu-bench/; the output ends with the table.
 EOF
 }
 
