@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "cortado/error.hpp"
+#include "cortado/no_coverage.hpp"
 
 // Set by AddressSanitizer and libFuzzer: what runs when a sanitizer report ends the process. A child
 // must end quietly for its parent to report, not as the fuzzer's finding.
@@ -119,14 +120,7 @@ bool WriteAll(int fd, const char* data, size_t size) {
 }
 
 // How many reads the child's answer takes depends on how the kernel hands it over, which varies from
-// one run to the next: in a fuzzing build that count must not reach the coverage counters (a fixed
-// number of fuzzing runs must cover the same edges each time, scripts/fuzz.sh). So the loop is not
-// instrumented and calls only libc.
-#if defined(__clang__)
-#define CORTADO_NO_COVERAGE __attribute__((no_sanitize("coverage")))
-#else
-#define CORTADO_NO_COVERAGE
-#endif
+// one run to the next: the loop stays out of a fuzzing build's coverage and calls only libc.
 CORTADO_NO_COVERAGE size_t ReadToEndInto(int fd, char** data) {
   size_t size = 0, capacity = 65536;
   *data = static_cast<char*>(std::malloc(capacity));
