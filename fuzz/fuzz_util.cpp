@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "cortado/batch_pipeline.hpp"
 #include "cortado/context.hpp"
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
@@ -63,6 +64,9 @@ const std::string& Setup() {
   FLAGS_minloglevel = google::GLOG_FATAL;
   google::InitGoogleLogging("fuzz");
   Context::SetCpuThreads(1);
+  // Data layers load their batches in this thread, as many as are taken: with threads, how far the
+  // prefetching got before a net was destroyed would vary from run to run (fuzz/README.md).
+  LoadBatchesInCallerThread(true);
   g_work_dir = new std::string(MakeWorkDir());
   if (::chdir(g_work_dir->c_str()) != 0) std::abort();
   std::atexit(RemoveWorkDir);

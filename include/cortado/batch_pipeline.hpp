@@ -78,6 +78,11 @@ struct PipelineOptions {
 uint64_t RecordSeed(uint64_t seed, uint64_t global_index);
 // The default number of worker threads: the cores, at most 8.
 int DefaultDataThreads();
+// Process-wide: the pipelines started after this call (with on = true) start no threads and load each
+// batch in the thread that calls Next, just before handing it out, so that what a process does for
+// an input is the same each time (the fuzz harnesses, fuzz/README.md). Batches are the same either
+// way; only the overlap with the caller's work is lost.
+void LoadBatchesInCallerThread(bool on);
 
 class BatchPipeline {
  public:
@@ -101,6 +106,8 @@ class BatchPipeline {
     int begin, end;  // items of the slot's batch
   };
 
+  void ChooseRecords(Slot& slot, uint64_t block);  // the records of the batch starting at global index block
+  void LoadItems(Slot& slot, int begin, int end, int worker);  // a loader error goes to slot.error
   void Schedule();        // the scheduler thread
   void Work(int worker);  // a worker thread
   void FillOrder(uint64_t epoch);
@@ -121,6 +128,7 @@ class BatchPipeline {
 
   uint64_t position_;
   uint64_t consumed_batches_ = 0;
+  const bool in_caller_thread_;  // LoadBatchesInCallerThread, as it was at the start
   std::thread scheduler_;
   std::vector<std::thread> workers_;
 };

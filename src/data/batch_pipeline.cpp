@@ -9,6 +9,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <numeric>
 
@@ -24,6 +25,12 @@ uint64_t RecordSeed(uint64_t seed, uint64_t global_index) {
   z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
   return z ^ (z >> 31);
 }
+
+namespace {
+std::atomic<bool> g_load_in_caller_thread{false};
+}  // namespace
+
+void LoadBatchesInCallerThread(bool on) { g_load_in_caller_thread = on; }
 
 int DefaultDataThreads() {
   const unsigned cores = std::thread::hardware_concurrency();
@@ -64,7 +71,8 @@ struct BatchPipeline::Slot {
 };
 
 BatchPipeline::BatchPipeline(RecordLoader& loader, const PipelineOptions& options)
-    : loader_(loader), options_(options), num_records_(loader.num_records()), position_(options.start_position) {
+    : loader_(loader), options_(options), num_records_(loader.num_records()), position_(options.start_position),
+      in_caller_thread_(g_load_in_caller_thread) {
   CORTADO_REQUIRE(num_records_ > 0, options_.owner, ": the dataset holds no records");
   CORTADO_REQUIRE(options_.batch_size > 0 && options_.prefetch > 0 && options_.threads > 0, options_.owner,
                   ": batch_size, prefetch and threads must be positive");
@@ -77,6 +85,7 @@ BatchPipeline::BatchPipeline(RecordLoader& loader, const PipelineOptions& option
   tasks_per_batch_ = std::min(options_.batch_size, options_.threads * 4);
   tasks_.resize(size_t(tasks_per_batch_) * options_.prefetch);
   loader_.PrepareWorkers(options_.threads);
+  if (in_caller_thread_) return;
   scheduler_ = std::thread([this] { Schedule(); });
   for (int w = 0; w < options_.threads; ++w) workers_.emplace_back([this, w] { Work(w); });
 }
@@ -89,7 +98,7 @@ BatchPipeline::~BatchPipeline() {
   slot_freed_.notify_all();
   work_ready_.notify_all();
   slot_done_.notify_all();
-  scheduler_.join();
+  if (scheduler_.joinable()) scheduler_.join();
   for (auto& worker : workers_) worker.join();
 }
 
@@ -100,6 +109,31 @@ void BatchPipeline::FillOrder(uint64_t epoch) {
   std::iota(order_.begin(), order_.end(), 0u);
   std::mt19937_64 rng(options_.seed ^ (0xD1B54A32D192ED03ull * (epoch + 1)));
   std::shuffle(order_.begin(), order_.end(), rng);
+}
+
+void BatchPipeline::ChooseRecords(Slot& slot, uint64_t block) {
+  for (int i = 0; i < options_.batch_size; ++i) {
+    const uint64_t global = block + i;
+    const uint64_t place = global % num_records_;
+    if (place == 0 && global > 0) LOG(INFO) << "Restarting data prefetching from start.";
+    if (options_.shuffle) FillOrder(global / num_records_);
+    slot.record[i] = options_.shuffle ? order_[place] : place;
+    slot.global[i] = global;
+  }
+}
+
+void BatchPipeline::LoadItems(Slot& slot, int begin, int end, int worker) {
+  const int item = options_.item_count;
+  try {
+    for (int i = begin; i < end; ++i) {
+      RecordRng rng(RecordSeed(options_.seed, slot.global[i]));
+      loader_.Load(slot.record[i], worker, slot.data.data() + size_t(i) * item,
+                   options_.has_label ? slot.label.data() + i : nullptr, rng);
+    }
+  } catch (const std::exception& e) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (slot.error.empty()) slot.error = e.what();
+  }
 }
 
 void BatchPipeline::Schedule() {
@@ -113,14 +147,7 @@ void BatchPipeline::Schedule() {
       slot_freed_.wait(lock, [&] { return stop_ || slot.state == Slot::kFree; });
       if (stop_) return;
     }
-    for (int i = 0; i < options_.batch_size; ++i) {
-      const uint64_t global = block + i;
-      const uint64_t place = global % num_records_;
-      if (place == 0 && global > 0) LOG(INFO) << "Restarting data prefetching from start.";
-      if (options_.shuffle) FillOrder(global / num_records_);
-      slot.record[i] = options_.shuffle ? order_[place] : place;
-      slot.global[i] = global;
-    }
+    ChooseRecords(slot, block);
     {
       std::lock_guard<std::mutex> lock(mutex_);
       slot.state = Slot::kLoading;
@@ -136,7 +163,6 @@ void BatchPipeline::Schedule() {
 }
 
 void BatchPipeline::Work(int worker) {
-  const int item = options_.item_count;
   for (;;) {
     Task task;
     {
@@ -148,16 +174,7 @@ void BatchPipeline::Work(int worker) {
       --task_count_;
     }
     Slot& slot = *task.slot;
-    try {
-      for (int i = task.begin; i < task.end; ++i) {
-        RecordRng rng(RecordSeed(options_.seed, slot.global[i]));
-        loader_.Load(slot.record[i], worker, slot.data.data() + size_t(i) * item,
-                     options_.has_label ? slot.label.data() + i : nullptr, rng);
-      }
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (slot.error.empty()) slot.error = e.what();
-    }
+    LoadItems(slot, task.begin, task.end, worker);
     bool done;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -171,6 +188,12 @@ void BatchPipeline::Work(int worker) {
 double BatchPipeline::Next(float* data, float* label) {
   Slot& slot = *ring_[consumed_batches_ % ring_.size()];
   const auto start = std::chrono::steady_clock::now();
+  if (in_caller_thread_) {  // this batch's records, as the scheduler would choose them, loaded here
+    ChooseRecords(slot, options_.start_position +
+                            (consumed_batches_ * options_.shard_count + options_.shard_index) * options_.batch_size);
+    LoadItems(slot, 0, options_.batch_size, 0);
+    slot.state = Slot::kReady;
+  }
   {
     std::unique_lock<std::mutex> lock(mutex_);
     slot_done_.wait(lock, [&] { return slot.state == Slot::kReady; });

@@ -1,8 +1,11 @@
 // batch_pipeline_test.cpp — the BatchPipeline's promises: batches independent of the number of worker
 // threads, each shuffled epoch a permutation of every record, a pipeline started at position p
-// continuing another exactly, shards that partition the stream, and loader errors rethrown.
+// continuing another exactly, shards that partition the stream, loader errors rethrown, and the same
+// batches when they are loaded in the caller's thread.
 #include <algorithm>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "cortado/batch_pipeline.hpp"
 #include "cortado/error.hpp"
@@ -139,6 +142,67 @@ TEST(BatchPipeline, ShardsTakeBlocksOfTheDoubleBatch) {
     }
     for (int i = 0; i < 30; ++i) EXPECT_EQ(shards[(i % 10) / 5][i / 10 * 5 + i % 5], whole[i]) << i;
   }
+}
+
+// The fuzz harnesses' mode (LoadBatchesInCallerThread): Next loads each batch in the caller's thread,
+// and the batches are those the threads load, shuffled epochs, shards and a start position included;
+// a loader error is rethrown as it is with threads.
+TEST(BatchPipeline, LoadingInTheCallersThreadGivesTheSameBatches) {
+  class ThreadRecordingLoader : public FakeLoader {
+   public:
+    using FakeLoader::FakeLoader;
+    void Load(uint64_t index, int worker, float* out, float* label, RecordRng& rng) override {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        threads.insert(std::this_thread::get_id());
+      }
+      FakeLoader::Load(index, worker, out, label, rng);
+    }
+    std::mutex mutex;
+    std::set<std::thread::id> threads;
+  };
+  struct InCallerThread {  // on for this scope, off again however the scope ends
+    InCallerThread() { LoadBatchesInCallerThread(true); }
+    ~InCallerThread() { LoadBatchesInCallerThread(false); }
+  };
+  auto run = [](RecordLoader& loader, const PipelineOptions& options, int batches) {
+    BatchPipeline pipeline(loader, options);
+    std::vector<float> all, data(options.batch_size * options.item_count), label(options.batch_size);
+    for (int b = 0; b < batches; ++b) {
+      pipeline.Next(data.data(), label.data());
+      all.insert(all.end(), data.begin(), data.end());
+      all.insert(all.end(), label.begin(), label.end());
+    }
+    EXPECT_EQ(pipeline.position(), options.start_position + uint64_t(batches) * options.batch_size * options.shard_count);
+    return all;
+  };
+  for (bool shuffle : {false, true}) {
+    for (uint64_t start : {uint64_t{0}, uint64_t{7}}) {
+      for (int rank = 0; rank < 2; ++rank) {
+        PipelineOptions options = Options(3, shuffle, start);
+        options.shard_index = rank;
+        options.shard_count = 2;
+        ThreadRecordingLoader threaded_loader(13), caller_loader(13);
+        const auto threaded = run(threaded_loader, options, 9);
+        std::vector<float> in_caller;
+        {
+          InCallerThread scope;
+          in_caller = run(caller_loader, options, 9);
+        }
+        EXPECT_EQ(in_caller, threaded) << "shuffle " << shuffle << ", start " << start << ", rank " << rank;
+        EXPECT_EQ(caller_loader.threads, std::set<std::thread::id>{std::this_thread::get_id()});
+        EXPECT_EQ(threaded_loader.threads.count(std::this_thread::get_id()), 0u) << "the workers load";
+      }
+    }
+  }
+  FakeLoader failing(9, /*fail_at=*/6);
+  InCallerThread scope;
+  BatchPipeline pipeline(failing, Options(2));
+  std::vector<float> data(15), label(5);
+  EXPECT_NO_THROW(pipeline.Next(data.data(), label.data()));  // records 0..4
+  const std::string error = ErrorOf([&] { pipeline.Next(data.data(), label.data()); });
+  EXPECT_NE(error.find("record 6 is corrupt"), std::string::npos) << error;
+  EXPECT_FALSE(ErrorOf([&] { pipeline.Next(data.data(), label.data()); }).empty()) << "stays failed";
 }
 
 TEST(BatchPipeline, LoaderErrorsAreRethrownByNext) {
