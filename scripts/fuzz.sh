@@ -8,8 +8,9 @@
 #      in one of two ways:
 #        by runs (the default, what CI runs): each harness makes the runs fuzz/ci_runs.txt gives
 #          it (or --runs N) with libFuzzer's random seed fixed (--seed, default 1), without address
-#          randomisation, from the committed inputs alone, given as one sorted list, into a corpus
-#          made afresh (build-fuzz/ci-corpus/): the same code gives the same table on any machine;
+#          randomisation and in a PID namespace of its own, from the committed inputs alone, given
+#          as one sorted list, into a corpus made afresh (build-fuzz/ci-corpus/): the same code gives
+#          the same table on any machine;
 #        --seconds N (a developer's campaign): N seconds, unseeded, growing build-fuzz/corpus/ from
 #          one campaign to the next.
 #      New inputs never go into the checkout. A finding is saved as build-fuzz/findings/<harness>/
@@ -131,23 +132,39 @@ fuzz_one() {  # fuzz_one HARNESS: fuzzes it; its log is build-fuzz/logs/HARNESS.
     # moments that depend on the clock.
     seeds=(-runs="$harness_runs" -seed="$seed" -reload=0 -seed_inputs=@"$FUZZ_DIR/ci-corpus/$harness.list" "$corpus")
   fi
-  $FIXED_ADDRESSES "$FUZZ_DIR/fuzz/${harness}_fuzzer" "${limits[@]}" -artifact_prefix="$findings/" \
+  # shellcheck disable=SC2206  # the fixed-process commands are plain words
+  local fixed=()
+  [[ -n "$FIXED_NAMESPACE" ]] && fixed+=($FIXED_NAMESPACE bash -c '"$@"; exit $?' "$harness")
+  [[ -n "$FIXED_ADDRESSES" ]] && fixed+=($FIXED_ADDRESSES)
+  "${fixed[@]}" "$FUZZ_DIR/fuzz/${harness}_fuzzer" "${limits[@]}" -artifact_prefix="$findings/" \
     -print_final_stats=1 "${seeds[@]}" >"$FUZZ_DIR/logs/$harness.log" 2>&1 || true
 }
-# A fixed number of runs gives the same table only if each run of an input covers the same edges. Some
-# of what a run does follows addresses (containers ordered or hashed by pointer), which differ from one
-# process to the next under address-space randomisation: the runs are made without it (setarch -R),
-# where the kernel allows that.
-FIXED_ADDRESSES=""
+# A fixed number of runs gives the same table only if each run of an input covers the same edges and
+# libFuzzer records the same comparisons for its mutations. Two things of the process itself reach
+# them: addresses (containers ordered or hashed by pointer), which address-space randomisation changes
+# from one process to the next, so the runs are made without it (setarch -R); and process ids (a
+# reader's child, compared with what waitpid returns; a snapshot's temporary name), so each harness
+# runs in a PID namespace of its own (unshare), where they are the same every time. The harness is
+# not the namespace's init (bash is), which the kernel would spare the signals a finding raises.
+FIXED_ADDRESSES="" FIXED_NAMESPACE=""
 if ((seconds == 0)); then
   if setarch "$(uname -m)" -R true 2>/dev/null; then
     FIXED_ADDRESSES="setarch $(uname -m) -R"
   else
     log "warning: setarch -R is refused here; the fuzzing table may differ from run to run"
   fi
+  for namespace in "unshare --pid --fork --mount-proc" "unshare --user --map-root-user --pid --fork --mount-proc"; do
+    # shellcheck disable=SC2086  # plain words
+    if $namespace true 2>/dev/null; then
+      FIXED_NAMESPACE="$namespace"
+      break
+    fi
+  done
+  [[ -n "$FIXED_NAMESPACE" ]] ||
+    log "warning: unshare --pid is refused here; the fuzzing table may differ from run to run"
 fi
 export -f fuzz_one
-export FUZZ_DIR REPO_ROOT seconds runs seed FIXED_ADDRESSES
+export FUZZ_DIR REPO_ROOT seconds runs seed FIXED_ADDRESSES FIXED_NAMESPACE
 
 if ((seconds > 0)); then
   log "fuzzing ${#harnesses[@]} harnesses for ${seconds}s each, $jobs at a time"
