@@ -13,7 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 PACKAGES=()
 group() { shift; PACKAGES+=("$@"); }  # group NAME PACKAGE... (NAME only labels the line)
 
-group build  build-essential cmake pkg-config
+group build  build-essential cmake pkg-config lld  # lld: links the binaries in a fraction of GNU ld's time
 group core   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev \
              lmdb-utils libleveldb-dev libopenblas-dev nlohmann-json3-dev
 group test   libgtest-dev
