@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "cortado/cuda/cublas_library.hpp"
 #include "cortado/cuda/resources.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
@@ -133,12 +134,12 @@ GpuResources::GpuResources(int device_id) : device(device_id) {
   try {
     CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
     CORTADO_CUDA_CHECK(cudaStreamCreateWithFlags(&copy, cudaStreamNonBlocking));
-    CORTADO_CUBLAS_CHECK(cublasCreate(&cublas));
-    CORTADO_CUBLAS_CHECK(cublasSetStream(cublas, compute));
+    CORTADO_CUBLAS_CHECK(cuda::Cublas().create(&cublas));
+    CORTADO_CUBLAS_CHECK(cuda::Cublas().set_stream(cublas, compute));
     cublas_workspace = GpuAllocate(kCublasWorkspaceBytes);
-    CORTADO_CUBLAS_CHECK(cublasSetWorkspace(cublas, cublas_workspace, kCublasWorkspaceBytes));
+    CORTADO_CUBLAS_CHECK(cuda::Cublas().set_workspace(cublas, cublas_workspace, kCublasWorkspaceBytes));
     // Results of reductions (dot, asum, nrm2) come back to the host: the Blob-level API waits for them.
-    CORTADO_CUBLAS_CHECK(cublasSetPointerMode(cublas, CUBLAS_POINTER_MODE_HOST));
+    CORTADO_CUBLAS_CHECK(cuda::Cublas().set_pointer_mode(cublas, CUBLAS_POINTER_MODE_HOST));
     finite_count = static_cast<unsigned int*>(GpuAllocate(sizeof(unsigned int)));
     CORTADO_CUDA_CHECK(cudaHostAlloc(&finite_count_host, sizeof(unsigned int), cudaHostAllocDefault));
 #ifdef CORTADO_WITH_CUDNN
@@ -161,7 +162,7 @@ void GpuResources::Release() {
   if (cudnn != nullptr) cudnnDestroy(cudnn);
   cudnn = nullptr;
 #endif
-  if (cublas != nullptr) cublasDestroy(cublas);
+  if (cublas != nullptr) cuda::Cublas().destroy(cublas);
   if (cublas_workspace != nullptr) GpuFree(cublas_workspace);
   cublas_workspace = nullptr;
   if (finite_count != nullptr) GpuFree(finite_count);
@@ -184,7 +185,8 @@ void GpuSynchronize(GpuResources& resources) {
 bool GpuHasTf32(const GpuResources& resources) { return resources.has_tf32; }
 
 void GpuSetTf32(GpuResources& resources, bool tf32) {
-  CORTADO_CUBLAS_CHECK(cublasSetMathMode(resources.cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  CORTADO_CUBLAS_CHECK(
+      cuda::Cublas().set_math_mode(resources.cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
 }
 
 void* HostAllocate(size_t bytes, bool* pinned) {

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <limits>
 
+#include "cortado/cuda/cublas_library.hpp"
 #include "cortado/cuda/resources.hpp"
 #include "cortado/math_gpu.hpp"
 
@@ -73,8 +74,8 @@ void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, f
   // Row-major C = op(A)·op(B) is column-major Cᵀ = op(B)ᵀ·op(A)ᵀ: swap the operands.
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
-  CORTADO_CUBLAS_CHECK(cublasSgemm(cuda::Resources(ctx).cublas, Op(trans_b), Op(trans_a), n, m, k, &alpha, b, ldb,
-                                   a, lda, &beta, c, n));
+  CORTADO_CUBLAS_CHECK(cuda::Cublas().sgemm(cuda::Resources(ctx).cublas, Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
+                                           ldb, a, lda, &beta, c, n));
 }
 
 void gpu_gemv(Context& ctx, Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
@@ -82,12 +83,12 @@ void gpu_gemv(Context& ctx, Trans trans_a, int m, int n, float alpha, const floa
   if (m == 0 || n == 0) return;
   // Row-major A (M×N) is column-major Aᵀ (N×M): flip the transpose.
   const cublasOperation_t op = trans_a == Trans::kNo ? CUBLAS_OP_T : CUBLAS_OP_N;
-  CORTADO_CUBLAS_CHECK(cublasSgemv(cuda::Resources(ctx).cublas, op, n, m, &alpha, a, n, x, 1, &beta, y, 1));
+  CORTADO_CUBLAS_CHECK(cuda::Cublas().sgemv(cuda::Resources(ctx).cublas, op, n, m, &alpha, a, n, x, 1, &beta, y, 1));
 }
 
 void gpu_axpy(Context& ctx, int64_t n, float alpha, const float* x, float* y) {
   if (n == 0) return;
-  CORTADO_CUBLAS_CHECK(cublasSaxpy(cuda::Resources(ctx).cublas, AsInt(n), &alpha, x, 1, y, 1));
+  CORTADO_CUBLAS_CHECK(cuda::Cublas().saxpy(cuda::Resources(ctx).cublas, AsInt(n), &alpha, x, 1, y, 1));
 }
 
 void gpu_axpby(Context& ctx, int64_t n, float alpha, const float* x, float beta, float* y) {
@@ -121,7 +122,7 @@ void gpu_set(Context& ctx, int64_t n, float value, float* y) {
 
 float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y) {
   float result = 0;
-  if (n > 0) CORTADO_CUBLAS_CHECK(cublasSdot(cuda::Resources(ctx).cublas, AsInt(n), x, 1, y, 1, &result));
+  if (n > 0) CORTADO_CUBLAS_CHECK(cuda::Cublas().sdot(cuda::Resources(ctx).cublas, AsInt(n), x, 1, y, 1, &result));
   return result;
 }
 
@@ -147,13 +148,13 @@ void gpu_dot_accumulate(Context& ctx, int64_t n, const float* x, const float* y,
 
 float gpu_asum(Context& ctx, int64_t n, const float* x) {
   float result = 0;
-  if (n > 0) CORTADO_CUBLAS_CHECK(cublasSasum(cuda::Resources(ctx).cublas, AsInt(n), x, 1, &result));
+  if (n > 0) CORTADO_CUBLAS_CHECK(cuda::Cublas().sasum(cuda::Resources(ctx).cublas, AsInt(n), x, 1, &result));
   return result;
 }
 
 double gpu_sumsq(Context& ctx, int64_t n, const float* x) {
   float norm = 0;
-  if (n > 0) CORTADO_CUBLAS_CHECK(cublasSnrm2(cuda::Resources(ctx).cublas, AsInt(n), x, 1, &norm));
+  if (n > 0) CORTADO_CUBLAS_CHECK(cuda::Cublas().snrm2(cuda::Resources(ctx).cublas, AsInt(n), x, 1, &norm));
   return static_cast<double>(norm) * norm;  // squared in double: a norm above ~1.8e19 stays finite
 }
 
