@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <string>
+#include <vector>
 
 #include "cortado/error.hpp"
 
@@ -25,17 +26,19 @@ void Resolve(void* library, const char* name, const std::string& path, Function*
 
 CublasLibrary Open() {
   const std::string soname = "libcublas.so." + std::to_string(CUBLAS_VER_MAJOR);
-  std::string path = soname, tried = soname;
-  void* library = ::dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL);
-  std::string reason = library == nullptr ? ::dlerror() : "";
+  std::vector<std::string> candidates = {soname};  // as the dynamic linker finds libraries, then the toolkit's
 #ifdef CORTADO_CUDA_LIBRARY_DIR
-  if (library == nullptr) {
-    path = std::string(CORTADO_CUDA_LIBRARY_DIR) + "/" + soname;
-    tried += " and " + path;
-    library = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (library == nullptr) reason = ::dlerror();
-  }
+  candidates.push_back(std::string(CORTADO_CUDA_LIBRARY_DIR) + "/" + soname);
 #endif
+  void* library = nullptr;
+  std::string path, tried, reason;
+  for (const std::string& candidate : candidates) {
+    path = candidate;
+    tried += (tried.empty() ? "" : " and ") + candidate;
+    library = ::dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (library != nullptr) break;
+    reason = ::dlerror();
+  }
   CORTADO_REQUIRE(library != nullptr, "cannot load cuBLAS (tried ", tried, "): ", reason,
                   ". Put the CUDA toolkit's library folder on LD_LIBRARY_PATH");
   CublasLibrary blas{};
