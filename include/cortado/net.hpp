@@ -146,6 +146,7 @@ class Net {
   // (Filter), every later layer is reshaped to its bottoms' new shapes, as Caffe reshapes each layer
   // on every pass. Setup shaped them for the largest case, so nothing grows past its memory.
   void FollowShapeChanges(int i);
+  bool FromOtherNet(const Blob* param) const;  // one of params_shared_from_other_
 
   std::string name_;
   std::string source_;
@@ -189,7 +190,15 @@ class Net {
   bool memory_reuse_ = true;  // NetParameter.memory_reuse: buffers share memory by lifetime
   std::vector<std::pair<int, int>> last_writer_;  // per blob: (layer, top) that wrote it last so far
   std::set<int> keep_readable_;                    // blob ids
-  std::map<Blob*, std::pair<float*, float*>> addresses_;  // planned data and diff, bound in Initialize
+  // Planned data and diff of each blob the plan places, in the order RequestMemory asked for them,
+  // bound in Initialize. A list, not a map keyed by Blob*, so that nothing depends on where the
+  // blobs happen to be in memory.
+  struct PlannedAddresses {
+    Blob* blob = nullptr;
+    float* data = nullptr;
+    float* diff = nullptr;
+  };
+  std::vector<PlannedAddresses> planned_addresses_;
   std::function<void(int)> backward_observer_;
 };
 

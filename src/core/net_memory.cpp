@@ -14,7 +14,6 @@
 #include <climits>
 #include <functional>
 #include <numeric>
-#include <set>
 
 #include "cortado/error.hpp"
 #include "cortado/net.hpp"
@@ -54,6 +53,13 @@ struct Buffer {
 };
 
 }  // namespace
+
+// A linear search, not a set of pointers: what runs must not depend on where blobs are in memory
+// (the fuzzing leg's coverage is compared from run to run).
+bool Net::FromOtherNet(const Blob* param) const {
+  return std::find(params_shared_from_other_.begin(), params_shared_from_other_.end(), param) !=
+         params_shared_from_other_.end();
+}
 
 void Net::KeepReadable(const std::vector<std::string>& blob_names) {
   CHECK(!initialized_) << "KeepReadable after Initialize";
@@ -98,13 +104,20 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
   for (int i = 0; i < num_layers; ++i)
     for (size_t j = 0; j < top_id_vecs_[i].size(); ++j)
       if (layers_[i]->loss(static_cast<int>(j)) != 0) has_diff[diff_root.Find(top_id_vecs_[i][j])] = true;
+  planned_addresses_.clear();
+  auto bind_data = [this](Blob* blob) {
+    planned_addresses_.push_back({blob});
+    return [this, k = planned_addresses_.size() - 1](float* p) { planned_addresses_[k].data = p; };
+  };
+  auto bind_diff = [this](Blob* blob) {
+    if (planned_addresses_.empty() || planned_addresses_.back().blob != blob) planned_addresses_.push_back({blob});
+    return [this, k = planned_addresses_.size() - 1](float* p) { planned_addresses_[k].diff = p; };
+  };
   for (int b = 0; b < num_blobs; ++b) {
     Blob* blob = blobs_[b].get();
     const size_t floats = static_cast<size_t>(blob->count());
-    if (data_root.Find(b) == b)
-      data_buffer[b] = add(floats, MemoryUse::kActivations, [this, blob](float* p) { addresses_[blob].first = p; });
-    if (diff_root.Find(b) == b && has_diff[b])
-      diff_buffer[b] = add(floats, MemoryUse::kGradients, [this, blob](float* p) { addresses_[blob].second = p; });
+    if (data_root.Find(b) == b) data_buffer[b] = add(floats, MemoryUse::kActivations, bind_data(blob));
+    if (diff_root.Find(b) == b && has_diff[b]) diff_buffer[b] = add(floats, MemoryUse::kGradients, bind_diff(blob));
   }
   auto data_of = [&](int blob) -> Buffer& { return buffers[data_buffer[data_root.Find(blob)]]; };
   auto diff_of = [&](int blob) -> Buffer* {
@@ -153,9 +166,8 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
       }
       Blob* blob = scratch.blob;
       const size_t floats = static_cast<size_t>(blob->count());
-      std::vector<int> own{add(floats, MemoryUse::kLayerBuffers, [this, blob](float* p) { addresses_[blob].first = p; })};
-      if (scratch.with_diff)
-        own.push_back(add(floats, MemoryUse::kLayerBuffers, [this, blob](float* p) { addresses_[blob].second = p; }));
+      std::vector<int> own{add(floats, MemoryUse::kLayerBuffers, bind_data(blob))};
+      if (scratch.with_diff) own.push_back(add(floats, MemoryUse::kLayerBuffers, bind_diff(blob)));
       for (int k : own) {
         if (scratch.life == Layer::ScratchLife::kAcrossSteps) {
           buffers[k].pinned = true;
@@ -224,12 +236,12 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
 
   // Parameters: owners laid end to end in one data and one gradient buffer, unless they come from
   // another net.
-  std::set<const Blob*> external(params_shared_from_other_.begin(), params_shared_from_other_.end());
   std::vector<int64_t> offsets;
   param_count_ = 0;
   for (Blob* p : learnable_params_) {
-    offsets.push_back(external.count(p) ? -1 : param_count_);
-    if (!external.count(p)) param_count_ += p->count();
+    const bool external = FromOtherNet(p);
+    offsets.push_back(external ? -1 : param_count_);
+    if (!external) param_count_ += p->count();
   }
   if (device == Device::kGPU) plan.Request(1, [this](float* loss) { loss_device_ = loss; });
   plan.Request(param_count_, [this](float* data) { param_data_ = data; }, MemoryUse::kParameters);
@@ -245,9 +257,9 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
 
 void Net::Initialize() {
   CHECK(!initialized_);
-  for (const auto& [blob, address] : addresses_)
-    blob->Bind(ctx_.device(), address.first, address.second, blob->count());
-  addresses_.clear();
+  for (const PlannedAddresses& planned : planned_addresses_)
+    planned.blob->Bind(ctx_.device(), planned.data, planned.diff, planned.blob->count());
+  planned_addresses_.clear();
   // Parameters from another net, and parameters shared inside this net, point at their owners.
   for (size_t k = 0; k < params_shared_from_other_.size(); ++k) {
     Blob* mine = params_shared_from_other_[k];
@@ -279,14 +291,12 @@ void Net::Initialize() {
     }
   // Fillers run for layers that own their parameters: not for those reading another layer's or
   // another net's (filling them would overwrite the owner's values).
-  std::set<const Blob*> borrowed(params_shared_from_other_.begin(), params_shared_from_other_.end());
+  std::vector<bool> owns_all(layers_.size());
+  for (size_t i = 0; i < layers_.size(); ++i) owns_all[i] = !layers_[i]->blobs().empty();
   for (size_t i = 0; i < params_.size(); ++i)
-    if (param_owners_[i] >= 0) borrowed.insert(params_[i]);
-  for (auto& layer : layers_) {
-    bool owns_all = !layer->blobs().empty();
-    for (auto& b : layer->blobs()) owns_all = owns_all && !borrowed.count(b.get());
-    if (owns_all) layer->InitParams();
-  }
+    if (param_owners_[i] >= 0 || FromOtherNet(params_[i])) owns_all[param_layer_indices_[i].first] = false;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    if (owns_all[i]) layers_[i]->InitParams();
   if (param_count_ > 0) SetValues(param_count_, 0.0f, param_diff_);
   initialized_ = true;
 }
