@@ -105,16 +105,12 @@ std::string FreshFolder(const std::string& name) {
   return path;
 }
 
-// A copy in the work directory: the checkout's path differs from one clone to the next, and the
+extern const char kSmallNetText[];  // fuzz/small_net.prototxt, compiled in (small_net_text.cpp.in)
+
+// Written to the work directory: the checkout's path differs from one clone to the next, and the
 // net's path reaches error messages and comparisons as the work directory's does (MakeWorkDir).
 std::string SmallNetPath() {
-  static const std::string* path = [] {
-    auto* copy = new std::string(Setup() + "/small_net.prototxt");
-    std::error_code ec;
-    fs::copy_file(CORTADO_FUZZ_DIR "/small_net.prototxt", *copy, fs::copy_options::overwrite_existing, ec);
-    if (ec) std::abort();  // the checkout is broken, not the input
-    return copy;
-  }();
+  static const std::string* path = new std::string(WriteInput("small_net.prototxt", kSmallNetText));
   return *path;
 }
 
