@@ -8,9 +8,10 @@
 #      in one of two ways:
 #        by runs (the default, what CI runs): each harness makes the runs fuzz/ci_runs.txt gives
 #          it (or --runs N) with libFuzzer's random seed fixed (--seed, default 1), without address
-#          randomisation and in a PID namespace of its own, from the committed inputs alone, given
-#          as one sorted list, into a corpus made afresh (build-fuzz/ci-corpus/): the same code gives
-#          the same table on any machine;
+#          randomisation, in a PID namespace of its own and with the same arguments and environment
+#          everywhere, from the committed inputs alone, in one fixed order, into a corpus made afresh
+#          (/tmp/cortado_fuzz/runs/<harness>/): the same code gives the same table in any checkout
+#          on any machine;
 #        --seconds N (a developer's campaign): N seconds, unseeded, growing build-fuzz/corpus/ from
 #          one campaign to the next.
 #      New inputs never go into the checkout. A finding is saved as build-fuzz/findings/<harness>/
@@ -52,16 +53,35 @@ done
 
 # ---- build ------------------------------------------------------------------------------------
 FUZZ_DIR="${CORTADO_FUZZ_BUILD_DIR:-$REPO_ROOT/build-fuzz}"
-log "configuring $FUZZ_DIR (clang, ASan, UBSan, libFuzzer)"
-mkdir -p "$FUZZ_DIR"
+# The fuzzing build is configured, built and run through paths that are the same for every checkout:
+# $FIXED_ROOT/src links to this checkout and $FIXED_ROOT/build to build-fuzz/. The compiler writes
+# source paths into the executables (the sanitizers' metadata, lambdas' type names); their lengths
+# would move every global that follows them, and so the addresses that libFuzzer's comparison
+# tracing records, and a checkout in another folder would fuzz differently (fuzz/README.md). One
+# fuzz.sh at a time holds $FIXED_ROOT, until it ends.
+FIXED_ROOT=/tmp/cortado_fuzz
+if ! { mkdir -p "$FIXED_ROOT" "$FUZZ_DIR" && exec 9>"$FIXED_ROOT/.lock"; }; then
+  die "cannot write $FIXED_ROOT, where the fuzzing build's fixed paths are (another user's? remove it)"
+fi
+flock -n 9 || { log "waiting for another scripts/fuzz.sh, which holds $FIXED_ROOT"; flock 9; }
+ln -sfn "$REPO_ROOT" "$FIXED_ROOT/src"
+ln -sfn "$(cd "$FUZZ_DIR" && pwd -P)" "$FIXED_ROOT/build"
+FIXED_BUILD="$FIXED_ROOT/build"
+if [[ -f "$FUZZ_DIR/CMakeCache.txt" ]] &&
+   ! grep -qx "CMAKE_HOME_DIRECTORY:INTERNAL=$FIXED_ROOT/src" "$FUZZ_DIR/CMakeCache.txt"; then
+  log "$FUZZ_DIR was configured through other paths: configuring it afresh"
+  rm -rf "$FUZZ_DIR/CMakeCache.txt" "$FUZZ_DIR/CMakeFiles"
+fi
+
+log "configuring $FUZZ_DIR (clang, ASan, UBSan, libFuzzer) as $FIXED_BUILD"
 # Only the test files of the sanitizer subset are built: the layers' numerics and the GPU comparisons
 # are the ordinary build's (scripts/test.sh), and CI's time is better spent fuzzing.
-CC=clang CXX=clang++ cmake -S "$REPO_ROOT" -B "$FUZZ_DIR" -DCMAKE_BUILD_TYPE=Release -DCORTADO_USE_CUDA=OFF \
+CC=clang CXX=clang++ cmake -S "$FIXED_ROOT/src" -B "$FIXED_BUILD" -DCMAKE_BUILD_TYPE=Release -DCORTADO_USE_CUDA=OFF \
   -DCORTADO_USE_MPI=OFF -DCORTADO_USE_PYTHON=OFF -DCORTADO_SANITIZE=ON -DCORTADO_FUZZ=ON \
   -DCORTADO_TEST_FILTER="/tests/(core|data|io|net|solvers|tools)/" >"$FUZZ_DIR/configure.log" 2>&1 ||
   { cat "$FUZZ_DIR/configure.log"; die "configuring $FUZZ_DIR failed"; }
-log "cmake --build $FUZZ_DIR -j$JOBS"
-cmake --build "$FUZZ_DIR" -j"$JOBS"
+log "cmake --build $FIXED_BUILD -j$JOBS"
+cmake --build "$FIXED_BUILD" -j"$JOBS"
 
 if ((make_seeds)); then
   "$FUZZ_DIR/fuzz/fuzz_make_seeds" "$REPO_ROOT"
@@ -80,7 +100,7 @@ export LSAN_OPTIONS="suppressions=$REPO_ROOT/fuzz/lsan.supp:print_suppressions=0
 tests_result=skipped
 if ((run_tests)); then
   log "sanitizer tests: ctest -R '$SANITIZER_TESTS'"
-  if ctest --test-dir "$FUZZ_DIR" --output-on-failure -j"$JOBS" -R "$SANITIZER_TESTS" 2>&1 |
+  if ctest --test-dir "$FIXED_BUILD" --output-on-failure -j"$JOBS" -R "$SANITIZER_TESTS" 2>&1 |
        tee "$FUZZ_DIR/sanitizer_tests.log" | grep -E '^(\s*[0-9]+/[0-9]+ Test|[0-9]+% tests passed|The following tests)' ; then
     :
   fi
@@ -109,43 +129,67 @@ fi
 # allocation in a child meets, and the child refuses the file.
 fuzz_one() {  # fuzz_one HARNESS: fuzzes it; its log is build-fuzz/logs/HARNESS.log
   local harness="$1"
-  local findings="$FUZZ_DIR/findings/$harness" corpus seeds=()
+  local findings="$FUZZ_DIR/findings/$harness"
   mkdir -p "$findings" "$FUZZ_DIR/logs"
   local committed=("$REPO_ROOT/fuzz/corpus/$harness")
   [[ -d "$REPO_ROOT/fuzz/regressions/$harness" ]] && committed+=("$REPO_ROOT/fuzz/regressions/$harness")
   local limits=(-timeout=25 -rss_limit_mb=2560 -malloc_limit_mb=2560)
   if ((seconds > 0)); then
-    corpus="$FUZZ_DIR/corpus/$harness"
+    local corpus="$FUZZ_DIR/corpus/$harness"
     mkdir -p "$corpus"
-    seeds=(-max_total_time="$seconds" "$corpus" "${committed[@]}")
-  else
-    # The committed inputs as one list in a fixed order (a folder's order is the file system's).
-    corpus="$FUZZ_DIR/ci-corpus/$harness"
-    rm -rf "$corpus" && mkdir -p "$corpus"
-    find "${committed[@]}" -type f | LC_ALL=C sort | paste -sd, | tr -d '\n' >"$FUZZ_DIR/ci-corpus/$harness.list"
-    local harness_runs="$runs"
-    if ((harness_runs == 0)); then
-      harness_runs=$(awk -v h="$harness" '$1 == h { print $2 }' "$REPO_ROOT/fuzz/ci_runs.txt")
-      harness_runs=${harness_runs:-1000}
-    fi
-    # -reload=0: libFuzzer otherwise rereads its corpus folder every second, which runs inputs at
-    # moments that depend on the clock.
-    seeds=(-runs="$harness_runs" -seed="$seed" -reload=0 -seed_inputs=@"$FUZZ_DIR/ci-corpus/$harness.list" "$corpus")
+    "$FUZZ_DIR/fuzz/${harness}_fuzzer" "${limits[@]}" -artifact_prefix="$findings/" -print_final_stats=1 \
+      -max_total_time="$seconds" "$corpus" "${committed[@]}" >"$FUZZ_DIR/logs/$harness.log" 2>&1 || true
+    return
   fi
-  # shellcheck disable=SC2206  # the fixed-process commands are plain words
+  # By runs: the process gets the same arguments and environment in any checkout on any machine
+  # (see FIXED_NAMESPACE below), so everything it is given lies in $RUNS_ROOT/HARNESS/, a folder
+  # of the same name everywhere: a copy of the executable (the process reads its own path from
+  # /proc/self/exe, where a link would show the checkout's), the committed inputs copied to seeds/
+  # under numbers, in one fixed order (a folder's order is the file system's) and listed in
+  # seeds.list, a corpus made afresh in corpus/ and the findings in findings/ (moved to
+  # build-fuzz/findings/).
+  local run_dir="$RUNS_ROOT/$harness"
+  rm -rf "$run_dir" && mkdir -p "$run_dir/seeds" "$run_dir/corpus" "$run_dir/findings"
+  cp "$FUZZ_DIR/fuzz/${harness}_fuzzer" "$run_dir/${harness}_fuzzer"
+  local file number=0 list=()
+  while IFS= read -r file; do
+    number=$((number + 1))
+    cp "$file" "$run_dir/seeds/$(printf '%05d' "$number")"
+    list+=("$run_dir/seeds/$(printf '%05d' "$number")")
+  done < <(find "${committed[@]}" -type f | LC_ALL=C sort)
+  (IFS=,; printf '%s' "${list[*]}") >"$run_dir/seeds.list"
+  local harness_runs="$runs"
+  if ((harness_runs == 0)); then
+    harness_runs=$(awk -v h="$harness" '$1 == h { print $2 }' "$REPO_ROOT/fuzz/ci_runs.txt")
+    harness_runs=${harness_runs:-1000}
+  fi
   local fixed=()
+  # shellcheck disable=SC2206  # the fixed-process commands are plain words
   [[ -n "$FIXED_NAMESPACE" ]] && fixed+=($FIXED_NAMESPACE bash -c '"$@"; exit $?' "$harness")
+  fixed+=(env -i PATH=/usr/local/bin:/usr/bin:/bin "ASAN_OPTIONS=$ASAN_OPTIONS" "UBSAN_OPTIONS=$UBSAN_OPTIONS"
+    "LSAN_OPTIONS=suppressions=$RUNS_ROOT/lsan.supp:print_suppressions=0")
+  # shellcheck disable=SC2206
   [[ -n "$FIXED_ADDRESSES" ]] && fixed+=($FIXED_ADDRESSES)
-  "${fixed[@]}" "$FUZZ_DIR/fuzz/${harness}_fuzzer" "${limits[@]}" -artifact_prefix="$findings/" \
-    -print_final_stats=1 "${seeds[@]}" >"$FUZZ_DIR/logs/$harness.log" 2>&1 || true
+  # -reload=0: libFuzzer otherwise rereads its corpus folder every second, which runs inputs at
+  # moments that depend on the clock.
+  (cd "$run_dir" && "${fixed[@]}" "$run_dir/${harness}_fuzzer" "${limits[@]}" -print_final_stats=1 \
+    -artifact_prefix="$run_dir/findings/" -runs="$harness_runs" -seed="$seed" -reload=0 \
+    -seed_inputs=@"$run_dir/seeds.list" "$run_dir/corpus" >"$FUZZ_DIR/logs/$harness.log" 2>&1) || true
+  find "$run_dir/findings" -type f -exec mv -t "$findings/" {} +
 }
 # A fixed number of runs gives the same table only if each run of an input covers the same edges and
-# libFuzzer records the same comparisons for its mutations. Two things of the process itself reach
-# them: addresses (containers ordered or hashed by pointer), which address-space randomisation changes
-# from one process to the next, so the runs are made without it (setarch -R); and process ids (a
-# reader's child, compared with what waitpid returns; a snapshot's temporary name), so each harness
-# runs in a PID namespace of its own (unshare), where they are the same every time. The harness is
-# not the namespace's init (bash is), which the kernel would spare the signals a finding raises.
+# libFuzzer records the same comparisons for its mutations. What the process itself is reaches them:
+#   addresses: libFuzzer's comparison tracing records pointer values (inline protobuf and std::string
+#     code compares them as integers), so the runs are made without address randomisation
+#     (setarch -R), and with the same arguments and environment everywhere, since their lengths move
+#     the stack and the heap: paths in $RUNS_ROOT, and nothing of the caller's environment (env -i);
+#   process ids (a reader's child, compared with what waitpid returns; a snapshot's temporary name):
+#     each harness runs in a PID namespace of its own (unshare), where they are the same every time.
+#     The harness is not the namespace's init (bash is), which the kernel would spare the signals a
+#     finding raises.
+RUNS_ROOT="$FIXED_ROOT/runs"
+mkdir -p "$RUNS_ROOT"
+cp "$REPO_ROOT/fuzz/lsan.supp" "$RUNS_ROOT/lsan.supp"
 FIXED_ADDRESSES="" FIXED_NAMESPACE=""
 if ((seconds == 0)); then
   if setarch "$(uname -m)" -R true 2>/dev/null; then
@@ -164,7 +208,7 @@ if ((seconds == 0)); then
     log "warning: unshare --pid is refused here; the fuzzing table may differ from run to run"
 fi
 export -f fuzz_one
-export FUZZ_DIR REPO_ROOT seconds runs seed FIXED_ADDRESSES FIXED_NAMESPACE
+export FUZZ_DIR REPO_ROOT RUNS_ROOT seconds runs seed FIXED_ADDRESSES FIXED_NAMESPACE
 
 if ((seconds > 0)); then
   log "fuzzing ${#harnesses[@]} harnesses for ${seconds}s each, $jobs at a time"
