@@ -151,11 +151,11 @@ fuzz_one() {  # fuzz_one HARNESS: fuzzes it; its log is build-fuzz/logs/HARNESS.
   local run_dir="$RUNS_ROOT/$harness"
   rm -rf "$run_dir" && mkdir -p "$run_dir/seeds" "$run_dir/corpus" "$run_dir/findings"
   cp "$FUZZ_DIR/fuzz/${harness}_fuzzer" "$run_dir/${harness}_fuzzer"
-  local file number=0 list=()
+  local file seed_path list=()
   while IFS= read -r file; do
-    number=$((number + 1))
-    cp "$file" "$run_dir/seeds/$(printf '%05d' "$number")"
-    list+=("$run_dir/seeds/$(printf '%05d' "$number")")
+    seed_path="$run_dir/seeds/$(printf '%05d' $((${#list[@]} + 1)))"
+    cp "$file" "$seed_path"
+    list+=("$seed_path")
   done < <(find "${committed[@]}" -type f | LC_ALL=C sort)
   (IFS=,; printf '%s' "${list[*]}") >"$run_dir/seeds.list"
   local harness_runs="$runs"
