@@ -18,7 +18,8 @@
 // registers blobs), and a ParamSpec with another lr_mult is an error.
 // The top is x̂ exactly, so Backward reads x̂ from the top's data (BackwardReadsTopData; global mode
 // needs only std) and never the bottom's: it runs in place, and the Net must keep a later layer from
-// overwriting the top in place before this Backward. Sums run in double. GPU: the same steps as
+// overwriting the top in place before this Backward. Sums run in double, channels split over the CPU
+// threads. GPU: the same steps as
 // kernels (cuda/batch_norm.cu), the per-channel sums chunked over the GPU with their partial sums in a
 // workspace.
 #include <cmath>
@@ -95,13 +96,11 @@ class BatchNormLayer : public Layer {
       }
     } else {
       const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
+#pragma omp parallel for schedule(static) if (Parallel())
       for (int c = 0; c < channels_; ++c) {
-        double sum = 0;
-        ForChannel(c, [&](int64_t i) { sum += x[i]; });
-        const float mu = static_cast<float>(sum / m);
-        double squares = 0;
-        ForChannel(c, [&](int64_t i) { squares += static_cast<double>(x[i] - mu) * (x[i] - mu); });
-        const float var = static_cast<float>(squares / m);
+        const float mu = static_cast<float>(ChannelSum(c, [&](int64_t i) { return double(x[i]); }) / m);
+        const float var = static_cast<float>(
+            ChannelSum(c, [&](int64_t i) { return static_cast<double>(x[i] - mu) * (x[i] - mu); }) / m);
         mean[c] = mu;
         std[c] = std::sqrt(var + eps_);
         blobs_[0]->data()[c] = blobs_[0]->data()[c] * maf_ + mu;
@@ -110,6 +109,7 @@ class BatchNormLayer : public Layer {
       blobs_[2]->data()[0] = blobs_[2]->data()[0] * maf_ + 1.0f;
     }
     float* y = top[0]->data();
+#pragma omp parallel for schedule(static) if (Parallel())
     for (int c = 0; c < channels_; ++c) ForChannel(c, [&](int64_t i) { y[i] = (x[i] - mean[c]) / std[c]; });
   }
 
@@ -121,16 +121,14 @@ class BatchNormLayer : public Layer {
     const float* std = stats_->data() + channels_;
     float* dx = bottom[0]->diff();  // may be dy (in place): each element is read before it is written
     const double m = static_cast<double>(num_) * spatial_;
+#pragma omp parallel for schedule(static) if (Parallel())
     for (int c = 0; c < channels_; ++c) {
       if (global_) {
         ForChannel(c, [&](int64_t i) { dx[i] = dy[i] / std[c]; });
         continue;
       }
-      double sum_dy = 0, sum_dyx = 0;
-      ForChannel(c, [&](int64_t i) {
-        sum_dy += dy[i];
-        sum_dyx += static_cast<double>(dy[i]) * x_norm[i];
-      });
+      const double sum_dy = ChannelSum(c, [&](int64_t i) { return double(dy[i]); });
+      const double sum_dyx = ChannelSum(c, [&](int64_t i) { return static_cast<double>(dy[i]) * x_norm[i]; });
       const float mean_dy = static_cast<float>(sum_dy / m), mean_dyx = static_cast<float>(sum_dyx / m);
       ForChannel(c, [&](int64_t i) { dx[i] = (dy[i] - mean_dy - x_norm[i] * mean_dyx) / std[c]; });
     }
@@ -165,9 +163,28 @@ class BatchNormLayer : public Layer {
   void ForChannel(int c, Visit visit) const {
     for (int n = 0; n < num_; ++n) {
       const int64_t base = (static_cast<int64_t>(n) * channels_ + c) * spatial_;
+#pragma omp simd
       for (int64_t q = 0; q < spatial_; ++q) visit(base + q);
     }
   }
+
+  // Σ term(i) over channel c, in double: each image's stretch summed in vector lanes, the stretches
+  // in order, so the result does not depend on the threads.
+  template <typename Term>
+  double ChannelSum(int c, Term term) const {
+    double sum = 0;
+    for (int n = 0; n < num_; ++n) {
+      const int64_t base = (static_cast<int64_t>(n) * channels_ + c) * spatial_;
+      double part = 0;
+#pragma omp simd reduction(+ : part)
+      for (int64_t q = 0; q < spatial_; ++q) part += term(base + q);
+      sum += part;
+    }
+    return sum;
+  }
+
+  // Channels are split over the CPU threads when there is enough to split (not LeNet's smallest).
+  bool Parallel() const { return static_cast<int64_t>(num_) * channels_ * spatial_ >= (int64_t{1} << 15); }
 
   bool global_ = false;
   float maf_ = 0.999f, eps_ = 1e-5f;

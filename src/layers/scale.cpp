@@ -80,10 +80,12 @@ class ScaleLayer : public Layer {
     const float* scale = Scale(bottom)->data();
     const float* bias = bias_index_ >= 0 ? blobs_[bias_index_]->data() : nullptr;
     float* y = top[0]->data();
+#pragma omp parallel for collapse(2) schedule(static) if (Parallel())
     for (int64_t o = 0; o < outer_; ++o)
       for (int64_t d = 0; d < dim_; ++d) {
         const int64_t base = (o * dim_ + d) * inner_;
         const float g = scale[d], b = bias ? bias[d] : 0.0f;
+#pragma omp simd
         for (int64_t i = base; i < base + inner_; ++i) y[i] = x[i] * g + b;
       }
   }
@@ -101,9 +103,11 @@ class ScaleLayer : public Layer {
     if (!propagate_down[0]) return;
     const float* scale = Scale(bottom)->data();
     float* dx = bottom[0]->diff();
+#pragma omp parallel for collapse(2) schedule(static) if (Parallel())
     for (int64_t o = 0; o < outer_; ++o)
       for (int64_t d = 0; d < dim_; ++d) {
         const int64_t base = (o * dim_ + d) * inner_;
+#pragma omp simd
         for (int64_t i = base; i < base + inner_; ++i) dx[i] = dy[i] * scale[d];
       }
   }
@@ -133,17 +137,30 @@ class ScaleLayer : public Layer {
     return propagate_down.size() > 1 ? propagate_down[1] : param_propagate_down(0);
   }
 
-  // out[d] = (accumulate ? out[d] : 0) + Σ_{o, i} a · b (b null: Σ a), in double.
+  // out[d] = (accumulate ? out[d] : 0) + Σ_{o, i} a · b (b null: Σ a), in double: each stretch of
+  // inner_ values summed in vector lanes, the stretches in order, channels split over the threads.
   void ChannelSum(const float* a, const float* b, bool accumulate, float* out) const {
+#pragma omp parallel for schedule(static) if (Parallel())
     for (int64_t d = 0; d < dim_; ++d) {
       double sum = 0;
       for (int64_t o = 0; o < outer_; ++o) {
         const int64_t base = (o * dim_ + d) * inner_;
-        for (int64_t i = base; i < base + inner_; ++i) sum += b ? static_cast<double>(a[i]) * b[i] : a[i];
+        double part = 0;
+        if (b) {
+#pragma omp simd reduction(+ : part)
+          for (int64_t i = base; i < base + inner_; ++i) part += static_cast<double>(a[i]) * b[i];
+        } else {
+#pragma omp simd reduction(+ : part)
+          for (int64_t i = base; i < base + inner_; ++i) part += a[i];
+        }
+        sum += part;
       }
       out[d] = static_cast<float>(accumulate ? out[d] + sum : sum);
     }
   }
+
+  // Work is split over the CPU threads when there is enough of it.
+  bool Parallel() const { return outer_ * dim_ * inner_ >= (int64_t{1} << 15); }
 
   bool scale_blob_ = true;    // γ is blob 0 (one bottom), else bottom[1]
   int bias_index_ = -1;      // β's blob, or −1 without bias_term
