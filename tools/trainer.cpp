@@ -6,7 +6,8 @@
 //   trainer time --model=M [--iterations=50] [--phase=TRAIN|TEST] [--gpu=N] [--batch_size=B]
 //                [--output=times.csv|times.json]
 //   trainer train|time ... --plan_only [--max_memory=80G]: the memory plan, allocating nothing
-//   trainer device_query [--gpu=N]
+//   trainer device_query [--gpu=N]: the CPU (instruction sets, BLAS kernels, oneDNN) and the GPUs
+//   any command ... [--cpu_engine=auto|onednn|im2col] [--threads=N]: how the CPU computes (cpu_engine.hpp)
 //   trainer upgrade --model=OLD.prototxt|OLD.caffemodel --output=NEW
 // A user's mistake ends with one line on stderr and exit code 1 (see tool.hpp).
 #include <fcntl.h>
@@ -34,6 +35,7 @@
 #include <vector>
 
 #include "cortado/batch_size.hpp"
+#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/io.hpp"
@@ -57,6 +59,11 @@ DEFINE_string(gpu, "", "The GPU to run on (train, test, time), overriding the so
               "device_id. train: a list such as 0,1 or 'all' trains data-parallel, one thread per GPU (under "
               "mpirun: rank r uses its local rank's entry); test and time use the first. Without a GPU, runs on "
               "the CPU. device_query: the GPUs to describe (default 0)");
+DEFINE_string(cpu_engine, "", "CPU: the engine of convolutions and matrix products: auto (time each convolution "
+              "shape at set-up and keep the fastest), onednn or im2col (no oneDNN); default CORTADO_CPU_ENGINE, "
+              "else auto");
+DEFINE_int32(threads, 0, "CPU: the threads of all parallel work (oneDNN, BLAS, Cortado's loops); default "
+             "OMP_NUM_THREADS, else the machine's cores");
 DEFINE_double(exchange_bucket_mb, 0, "Data-parallel training: average the gradients in buckets of about this many "
               "MiB (as the solver field exchange_bucket_mb, default 4)");
 DEFINE_bool(cuda_graph, true, "GPU training: capture each step as CUDA graphs after a warm-up iteration and "
@@ -423,7 +430,8 @@ int Train(cortado::Ranks* ranks) {
   }
   if (ranks != nullptr) {
     const bool on_cpu = param.solver_mode() == cortado::SolverParameter::CPU || cortado::GpuCount() == 0;
-    if (on_cpu && std::getenv("OMP_NUM_THREADS") == nullptr) {  // the machine's cores, shared by its ranks
+    // Without a thread setting, the machine's cores are shared by its ranks.
+    if (on_cpu && std::getenv("OMP_NUM_THREADS") == nullptr && FLAGS_threads == 0) {
       const int cores = static_cast<int>(std::thread::hardware_concurrency());
       cortado::Context::SetCpuThreads(std::max(1, cores / ranks->local_size()));
     }
@@ -626,17 +634,32 @@ int Time() {
   return 0;
 }
 
+// The CPU: its instruction sets, the BLAS kernels in use, oneDNN's code and the engine setting.
+void LogCpu() {
+  LOG(INFO) << "CPU: " << cortado::CpuModel();
+  LOG(INFO) << "CPU instruction sets: " << cortado::CpuInstructionSets();
+  LOG(INFO) << "BLAS: " << cortado::BlasKernels();
+  LOG(INFO) << "oneDNN: " << cortado::OneDnnInstructionSet();
+  LOG(INFO) << "CPU engine: " << cortado::CpuEngineName(cortado::CpuEngineSetting()) << ", "
+            << cortado::Context::CpuThreads() << " threads";
+  cortado::WarnIfBlasKernelsAreSlow();
+}
+
+// Describes the CPU, then the GPUs: --gpu's (each checked first, so a bad one is the only line on
+// stderr), or GPU 0 when there is one.
 int DeviceQuery() {
   const int count = cortado::GpuCount();
-  if (!cortado::BuiltWithCuda()) Fail("this build of Cortado has no GPU support (rebuild with CUDA)");
-  CORTADO_REQUIRE(count > 0, "no GPU found");
   std::vector<int> ids = GpuIdsFromFlag();
-  if (ids.empty()) ids.push_back(0);
-  // Every id is checked before anything is logged: a bad one is the only line on stderr.
-  for (int id : ids)
-    CORTADO_REQUIRE(id < count, "--gpu: GPU ", id, " does not exist (this machine has ", count, " GPU",
-                    count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
-  LOG(INFO) << "GPUs found: " << count;
+  if (!FLAGS_gpu.empty()) {
+    if (!cortado::BuiltWithCuda()) Fail("this build of Cortado has no GPU support (rebuild with CUDA)");
+    CORTADO_REQUIRE(count > 0, "no GPU found");
+    for (int id : ids)
+      CORTADO_REQUIRE(id < count, "--gpu: GPU ", id, " does not exist (this machine has ", count, " GPU",
+                      count == 1 ? "" : "s", ", ids 0 to ", count - 1, ")");
+  }
+  LogCpu();
+  LOG(INFO) << "GPUs found: " << count << (cortado::BuiltWithCuda() ? "" : " (this build has no GPU support)");
+  if (ids.empty() && count > 0) ids.push_back(0);
   for (int id : ids) {
     LOG(INFO) << "Querying GPUs " << id;
     std::istringstream lines(cortado::GpuProperties(id));
@@ -683,7 +706,7 @@ const char* kUsage =
     "  train           train or finetune a model\n"
     "  test            score a model\n"
     "  time            benchmark model execution time\n"
-    "  device_query    show GPU diagnostic information\n"
+    "  device_query    show the CPU's instruction sets and BLAS kernels, and GPU diagnostic information\n"
     "  upgrade         rewrite a net (--model) in the current format (--output)\n";
 
 }  // namespace
@@ -699,6 +722,10 @@ int main(int argc, char** argv) {
     auto it = commands.find(argv[1]);
     if (it == commands.end())
       Fail("unknown command '", argv[1], "' (valid commands: train, test, time, device_query, upgrade)");
+    cortado::CpuEngineSetting();  // a bad CORTADO_CPU_ENGINE is an error here, before anything runs
+    if (!FLAGS_cpu_engine.empty()) cortado::SetCpuEngine(cortado::ParseCpuEngine(FLAGS_cpu_engine, "--cpu_engine"));
+    CORTADO_REQUIRE(FLAGS_threads >= 0, "--threads=", FLAGS_threads, ": must be 0 (OMP_NUM_THREADS or the cores) or more");
+    cortado::Context::SetCpuThreads(FLAGS_threads);
     return it->second();
   });
 }

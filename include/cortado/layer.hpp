@@ -76,6 +76,9 @@ class Layer {
   virtual bool ReshapesTopsInForward() const { return false; }
   // Whether the layer can run on the GPU. Layers without GPU code are refused on a GPU net.
   virtual bool HasGpuImplementation() const { return false; }
+  // Which engine computes this layer, for layers that choose one when shaped (Convolution: "im2col",
+  // "onednn", "onednn_plain", "cudnn"); null for the others. The net logs a count per layer type.
+  virtual const char* chosen_engine() const { return nullptr; }
 
   // ---- what Backward reads: the memory plan's liveness (net_memory.cpp) ------------------------
   // Forward reads the bottoms' data and writes the tops' data; Backward reads the tops' diffs and

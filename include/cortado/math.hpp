@@ -1,4 +1,4 @@
-// math.hpp — the CPU math every layer and solver uses: BLAS through OpenBLAS's CBLAS, plus the small
+// math.hpp — the CPU math every layer and solver uses: matrix products (oneDNN or OpenBLAS), plus the small
 // element-wise loops BLAS lacks. Matrices are row-major. The GPU versions will keep these names in
 // math_cuda.hpp.
 #pragma once
@@ -9,9 +9,11 @@ namespace cortado {
 
 enum class Trans { kNo, kYes };
 
-// C = alpha · op(A) · op(B) + beta · C, with op(A) M×K, op(B) K×N, C M×N. Outside a parallel
-// region a large product is split into row (or column) blocks across the OpenMP threads; BLAS itself
-// always runs single-threaded, so its threads never compete with ours.
+// C = alpha · op(A) · op(B) + beta · C, with op(A) M×K, op(B) K×N, C M×N. With oneDNN (cpu_engine.hpp)
+// its SGEMM computes it, on the OpenMP threads outside a parallel region and on the calling thread
+// inside one. With OpenBLAS, a large product outside a parallel region is split into row (or column)
+// blocks across the OpenMP threads; BLAS itself always runs single-threaded, so its threads never
+// compete with ours.
 void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c);
 // y = alpha · op(A) · x + beta · y, with A M×N.

@@ -135,6 +135,7 @@ class Net {
   void AppendBottom(const LayerParameter& lp, int layer_id, int bottom_id, std::map<std::string, int>* available);
   void AppendParams(const LayerParameter& lp, int layer_id);
   void DecideBackward(const NetParameter& param);
+  void LogChosenEngines() const;
   // Why the layer must not write top `top_id` in place over its bottom, or "" when that is safe.
   // Asked before the layer's SetUp.
   std::string InPlaceHazard(const Layer& layer, int top_id) const;

@@ -1,4 +1,5 @@
-// math_cpu.cpp — CPU math: CBLAS (OpenBLAS) for the level-1/2/3 routines, plain loops for the rest.
+// math_cpu.cpp — CPU math: matrix products with oneDNN's SGEMM (its kernels follow the CPU's instruction
+// sets) or, with the CPU engine im2col or no oneDNN, CBLAS (OpenBLAS); plain loops for the rest.
 #include "cortado/math.hpp"
 
 #include <cblas.h>
@@ -7,6 +8,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include "cortado/cpu_engine.hpp"
+#include "cortado/kernels/onednn.hpp"
 
 namespace cortado {
 
@@ -24,6 +28,10 @@ void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, co
               const float* b, float beta, float* c) {
   const int lda = trans_a == Trans::kNo ? k : m;
   const int ldb = trans_b == Trans::kNo ? n : k;
+  if (OneDnnEnabled()) {  // oneDNN threads the product itself (one thread inside a parallel region)
+    OneDnnGemm(trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, n);
+    return;
+  }
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   constexpr int64_t kMinWorkPerThread = int64_t{1} << 18;  // multiply-adds; below this, one thread
   const int64_t work = static_cast<int64_t>(m) * n * k;
@@ -54,6 +62,11 @@ void cpu_gemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, co
 
 void cpu_gemv(Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
               float* y) {
+  if (OneDnnEnabled()) {  // y (length M of op(A)) as a one-column product
+    const int rows = trans_a == Trans::kNo ? m : n, inner = trans_a == Trans::kNo ? n : m;
+    OneDnnGemm(trans_a, Trans::kNo, rows, 1, inner, alpha, a, n, x, 1, beta, y, 1);
+    return;
+  }
   cblas_sgemv(CblasRowMajor, ToCblas(trans_a), m, n, alpha, a, n, x, 1, beta, y, 1);
 }
 

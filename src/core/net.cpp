@@ -7,6 +7,7 @@
 #include <set>
 #include <tuple>
 
+#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
 #include "cortado/layer_registry.hpp"
@@ -29,6 +30,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
   memory_reuse_ = param.memory_reuse();
   LOG(INFO) << "Initializing net from parameters: " << source_ << " (" << name_ << ", phase "
             << Phase_Name(phase_) << ")";
+  if (ctx_.device() == Device::kCPU) WarnIfBlasKernelsAreSlow();  // once per process
   std::map<std::string, int> available;  // blobs produced and not yet consumed
   std::map<std::string, std::string> producer;  // top name -> the layer that first produced it
   for (int layer_id = 0; layer_id < param.layer_size(); ++layer_id) {
@@ -127,6 +129,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
   }
   DecideBackward(param);
   if (ctx_.device() == Device::kGPU) CheckLabelsAtTheirSource();
+  LogChosenEngines();
   LOG(INFO) << "Network initialization done.";
 }
 
@@ -308,6 +311,19 @@ Layer* Net::layer_by_name(const std::string& name) const {
   auto it = layer_index_.find(name);
   CORTADO_REQUIRE(it != layer_index_.end(), "net ", name_, " has no layer named '", name, "'");
   return layers_[it->second].get();
+}
+
+// One line per layer type whose layers chose engines when shaped, e.g.
+// "Convolution engines: onednn 50, im2col 3".
+void Net::LogChosenEngines() const {
+  std::map<std::string, std::map<std::string, int>> counts;  // type → engine → layers
+  for (const auto& layer : layers_)
+    if (const char* engine = layer->chosen_engine()) ++counts[layer->type()][engine];
+  for (const auto& [type, engines] : counts) {
+    std::string line;
+    for (const auto& [engine, n] : engines) line += (line.empty() ? "" : ", ") + engine + " " + std::to_string(n);
+    LOG(INFO) << type << " engines: " << line;
+  }
 }
 
 }  // namespace cortado

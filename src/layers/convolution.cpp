@@ -18,6 +18,13 @@
 // products are too small to split further. Each thread has its own product buffer (and
 // column buffer when columns are not kept) and its own weight-gradient partial, summed at the end.
 //
+// CPU engines (cortado/cpu_engine.hpp): the im2col method above, or oneDNN's convolution primitives
+// (kernels/onednn.hpp) on Cortado's NCHW buffers ("plain") or in the blocked layouts oneDNN's fastest
+// code wants ("native", reordered through the layer's call scratch). With the CPU engine auto and the
+// prototxt's engine DEFAULT, the layer's shape is timed with each at set-up (conv_engine_choice.cpp)
+// and the fastest kept; engine CAFFE (or the CPU engine im2col) keeps im2col, engine ONEDNN (or the
+// CPU engine onednn) takes oneDNN's native layouts without timing.
+//
 // GPU (kernels/dense.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
 // (cudnn/convolution_cudnn.cpp: algorithms picked when the layer is shaped, their workspace a
 // buffer of at most the context's cudnn_workspace_limit, shared by all layers). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
@@ -30,6 +37,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
 #include "cortado/gpu.hpp"
@@ -37,9 +45,11 @@
 #include "cortado/kernels/channel_sums.hpp"
 #include "cortado/kernels/dense.hpp"
 #include "cortado/kernels/norm.hpp"  // ChannelSumGpu
+#include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "conv_engine_choice.hpp"
 #include "conv_geometry.hpp"
 
 namespace cortado {
@@ -94,6 +104,11 @@ class ConvolutionLayer : public Layer {
     col_ = AddStepScratch();  // keeps the forward's columns for Backward when they are small (Reshape)
     product_ = AddCallScratch();
     dw_partial_ = AddCallScratch();
+    onednn_scratch_ = AddCallScratch();
+    if (ctx_.device() == Device::kCPU)
+      CORTADO_REQUIRE(p.engine() != ConvolutionParameter::ONEDNN || BuiltWithOneDnn(), Describe(),
+                      ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
+                      "CAFFE (or DEFAULT)");
     if (ctx_.device() == Device::kGPU) workspace_ = AddWorkspace();
     if (ctx_.device() == Device::kGPU && p.engine() != ConvolutionParameter::CAFFE) {
       if (BuiltWithCudnn()) {
@@ -139,13 +154,23 @@ class ConvolutionLayer : public Layer {
     keep_cols_ = batch * per_image <= kKeepFloats;
     threads_ = static_cast<int>(std::min<int64_t>(omp_get_max_threads(), chunks));
     chunk_product_ = static_cast<int64_t>(chunk_) * num_output_ * geom_.out_size();
-    const int64_t col_floats = keep_cols_ ? batch * per_image : threads_ * chunk_ * per_image;
-    const int64_t product_floats = threads_ * chunk_product_;
-    CHECK_LE(std::max(col_floats, product_floats), int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
-    col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
+    col_floats_ = keep_cols_ ? batch * per_image : threads_ * chunk_ * per_image;
+    product_floats_ = threads_ * chunk_product_;
+    CHECK_LE(std::max(col_floats_, product_floats_), int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
+    ChooseCpuEngine();
+    const bool im2col = onednn_ == nullptr;
+    col_->Reshape(std::vector<int>{im2col ? static_cast<int>(col_floats_) : 0});
     SetScratchLife(col_, keep_cols_ ? ScratchLife::kForwardToBackward : ScratchLife::kWithinCall);
-    product_->Reshape(std::vector<int>{static_cast<int>(product_floats)});
-    dw_partial_->Reshape(std::vector<int>{static_cast<int>((threads_ - 1) * blobs_[0]->count())});
+    product_->Reshape(std::vector<int>{im2col ? static_cast<int>(product_floats_) : 0});
+    dw_partial_->Reshape(std::vector<int>{im2col ? static_cast<int>(DwPartialFloats()) : 0});
+    const size_t scratch_bytes = im2col ? 0 : OneDnnConvolutionScratchBytes(*onednn_);
+    CHECK_LE(scratch_bytes / sizeof(float), size_t{INT32_MAX}) << Describe() << ": oneDNN scratch too large";
+    onednn_scratch_->Reshape(std::vector<int>{static_cast<int>((scratch_bytes + sizeof(float) - 1) / sizeof(float))});
+  }
+
+  const char* chosen_engine() const override {
+    if (ctx_.device() == Device::kGPU) return cudnn_ || plan_cudnn_ ? "cudnn" : "im2col";
+    return onednn_ ? (onednn_layout_ == OneDnnLayout::kNative ? "onednn" : "onednn_plain") : "im2col";
   }
 
   void InitParams() override {
@@ -156,81 +181,40 @@ class ConvolutionLayer : public Layer {
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t hw = geom_.out_size();
-    const int mg = num_output_ / group_;
-    const int64_t kg = geom_.col_rows() / group_;
     const float* w = blobs_[0]->data();
     const float* bias = bias_term_ ? blobs_[1]->data() : nullptr;
-    const int64_t image = static_cast<int64_t>(channels_) * geom_.height * geom_.width;
-    const int chunks = (num_ + chunk_ - 1) / chunk_;
     for (size_t i = 0; i < bottom.size(); ++i) {
-#pragma omp parallel for num_threads(threads_) schedule(static)
-      for (int c = 0; c < chunks; ++c) {
-        const auto [n0, b, cols, col, prod] = ChunkAt(c, omp_get_thread_num());
-        Im2Col(bottom[i]->data() + n0 * image, b, geom_, col);
-        for (int g = 0; g < group_; ++g)
-          cpu_gemm(Trans::kNo, Trans::kNo, mg, cols, static_cast<int>(kg), 1.0f, w + g * mg * kg,
-                   col + g * kg * cols, 0.0f, prod + g * mg * cols);
-        // (M, b, hw) → (b, M, hw), adding the bias.
-        float* y = top[i]->data() + static_cast<int64_t>(n0) * num_output_ * hw;
-        for (int k = 0; k < b; ++k) {
-          for (int m = 0; m < num_output_; ++m) {
-            const float* src = prod + (static_cast<int64_t>(m) * b + k) * hw;
-            float* dst = y + (static_cast<int64_t>(k) * num_output_ + m) * hw;
-            const float add = bias ? bias[m] : 0.0f;
-            for (int64_t q = 0; q < hw; ++q) dst[q] = src[q] + add;
-          }
-        }
+      if (onednn_) {
+        OneDnnConvolutionForward(*onednn_, bottom[i]->data(), w, bias, top[i]->data(), onednn_scratch_->data());
+      } else {
+        ForwardIm2col(bottom[i]->data(), w, bias, top[i]->data(), Im2colBuffersOfLayer());
       }
     }
-    col_holds_forward_ = bottom.size() == 1 && keep_cols_;
+    col_holds_forward_ = !onednn_ && bottom.size() == 1 && keep_cols_;
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    const int64_t hw = geom_.out_size();
-    const int mg = num_output_ / group_;
-    const int64_t kg = geom_.col_rows() / group_;
-    const int64_t image = static_cast<int64_t>(channels_) * geom_.height * geom_.width;
     const bool need_w = param_propagate_down(0);
     const bool need_b = bias_term_ && param_propagate_down(1);
     const float* w = blobs_[0]->data();
-    float* dw = blobs_[0]->diff();
-    const int chunks = (num_ + chunk_ - 1) / chunk_;
-    const int64_t wcount = blobs_[0]->count();
-    if (need_w && threads_ > 1) cpu_set(dw_partial_->count(), 0.0f, dw_partial_->data());
-    for (size_t i = 0; i < top.size(); ++i) {
-      const float* dy = top[i]->diff();
-      if (need_b) AddBiasGradient(dy, blobs_[1]->diff());
-      if (!need_w && !propagate_down[i]) continue;
-      const bool down = propagate_down[i];
-#pragma omp parallel for num_threads(threads_) schedule(static)
-      for (int c = 0; c < chunks; ++c) {
-        const int t = omp_get_thread_num();
-        const auto [n0, b, cols, col, prod] = ChunkAt(c, t);
-        float* dw_t = t == 0 ? dw : dw_partial_->data() + (t - 1) * wcount;
-        // dy (b, M, hw) → (M, b, hw).
-        for (int k = 0; k < b; ++k) {
-          for (int m = 0; m < num_output_; ++m) {
-            const float* src = dy + ((static_cast<int64_t>(n0) + k) * num_output_ + m) * hw;
-            std::copy(src, src + hw, prod + (static_cast<int64_t>(m) * b + k) * hw);
-          }
-        }
-        if (need_w) {
-          if (!col_holds_forward_) Im2Col(bottom[i]->data() + n0 * image, b, geom_, col);
-          for (int g = 0; g < group_; ++g)
-            cpu_gemm(Trans::kNo, Trans::kYes, mg, static_cast<int>(kg), cols, 1.0f,
-                     prod + g * mg * cols, col + g * kg * cols, 1.0f, dw_t + g * mg * kg);
-        }
-        if (!down) continue;
-        for (int g = 0; g < group_; ++g)
-          cpu_gemm(Trans::kYes, Trans::kNo, static_cast<int>(kg), cols, mg, 1.0f, w + g * mg * kg,
-                   prod + g * mg * cols, 0.0f, col + g * kg * cols);
-        Col2Im(col, b, geom_, bottom[i]->diff() + n0 * image);
+    float* dw = need_w ? blobs_[0]->diff() : nullptr;
+    float* db = need_b ? blobs_[1]->diff() : nullptr;
+    if (onednn_) {
+      for (size_t i = 0; i < top.size(); ++i) {
+        float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
+        if (dw || db || dx)
+          OneDnnConvolutionBackward(*onednn_, bottom[i]->data(), w, top[i]->diff(), dw, db, dx, onednn_scratch_->data());
       }
+      return;
     }
-    if (need_w)
-      for (int t = 1; t < threads_; ++t) cpu_axpy(wcount, 1.0f, dw_partial_->data() + (t - 1) * wcount, dw);
+    Im2colBuffers buffers = Im2colBuffersOfLayer();
+    for (size_t i = 0; i < top.size(); ++i)
+      BackwardIm2col(bottom[i]->data(), w, top[i]->diff(), dw, db, propagate_down[i] ? bottom[i]->diff() : nullptr,
+                     buffers, /*first=*/i == 0);
+    if (dw)
+      for (int t = 1; t < threads_; ++t)
+        cpu_axpy(blobs_[0]->count(), 1.0f, buffers.dw_partial + (t - 1) * blobs_[0]->count(), dw);
     // Columns overwritten by the data gradient are gone.
     if (std::find(propagate_down.begin(), propagate_down.end(), true) != propagate_down.end())
       col_holds_forward_ = false;
@@ -294,6 +278,157 @@ class ConvolutionLayer : public Layer {
   }
 
  private:
+  // ---- CPU: the im2col engine ----------------------------------------------------------------------
+  // Where one call's columns, products and weight-gradient partials go: the layer's scratch blobs, or
+  // buffers of the engine timing.
+  struct Im2colBuffers {
+    float* col;
+    float* prod;
+    float* dw_partial;
+  };
+  Im2colBuffers Im2colBuffersOfLayer() { return {col_->data(), product_->data(), dw_partial_->data()}; }
+  int64_t DwPartialFloats() const { return (threads_ - 1) * blobs_[0]->count(); }
+
+  void ForwardIm2col(const float* x, const float* w, const float* bias, float* top, const Im2colBuffers& buffers) {
+    const int64_t hw = geom_.out_size();
+    const int mg = num_output_ / group_;
+    const int64_t kg = geom_.col_rows() / group_;
+    const int chunks = (num_ + chunk_ - 1) / chunk_;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int c = 0; c < chunks; ++c) {
+      const auto [n0, b, cols, col, prod] = ChunkAt(c, omp_get_thread_num(), buffers);
+      Im2Col(x + n0 * ImageFloats(), b, geom_, col);
+      for (int g = 0; g < group_; ++g)
+        cpu_gemm(Trans::kNo, Trans::kNo, mg, cols, static_cast<int>(kg), 1.0f, w + g * mg * kg,
+                 col + g * kg * cols, 0.0f, prod + g * mg * cols);
+      // (M, b, hw) → (b, M, hw), adding the bias.
+      float* y = top + static_cast<int64_t>(n0) * num_output_ * hw;
+      for (int k = 0; k < b; ++k) {
+        for (int m = 0; m < num_output_; ++m) {
+          const float* src = prod + (static_cast<int64_t>(m) * b + k) * hw;
+          float* dst = y + (static_cast<int64_t>(k) * num_output_ + m) * hw;
+          const float add = bias ? bias[m] : 0.0f;
+          for (int64_t q = 0; q < hw; ++q) dst[q] = src[q] + add;
+        }
+      }
+    }
+  }
+
+  // One top's gradients: db += Σ dy, dW (thread 0's part; the others' in dw_partial, which `first`
+  // clears) and dx = ∂/∂x, each skipped when null. The caller adds the partials into dW at the end.
+  void BackwardIm2col(const float* x, const float* w, const float* dy, float* dw, float* db, float* dx,
+                      const Im2colBuffers& buffers, bool first) {
+    const int64_t hw = geom_.out_size();
+    const int mg = num_output_ / group_;
+    const int64_t kg = geom_.col_rows() / group_;
+    const int chunks = (num_ + chunk_ - 1) / chunk_;
+    const int64_t wcount = blobs_[0]->count();
+    if (dw && first && threads_ > 1) cpu_set(DwPartialFloats(), 0.0f, buffers.dw_partial);
+    if (db) AddBiasGradient(dy, db);
+    if (!dw && !dx) return;
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int c = 0; c < chunks; ++c) {
+      const int t = omp_get_thread_num();
+      const auto [n0, b, cols, col, prod] = ChunkAt(c, t, buffers);
+      // dy (b, M, hw) → (M, b, hw).
+      for (int k = 0; k < b; ++k) {
+        for (int m = 0; m < num_output_; ++m) {
+          const float* src = dy + ((static_cast<int64_t>(n0) + k) * num_output_ + m) * hw;
+          std::copy(src, src + hw, prod + (static_cast<int64_t>(m) * b + k) * hw);
+        }
+      }
+      if (dw) {
+        float* dw_t = t == 0 ? dw : buffers.dw_partial + (t - 1) * wcount;
+        if (!col_holds_forward_) Im2Col(x + n0 * ImageFloats(), b, geom_, col);
+        for (int g = 0; g < group_; ++g)
+          cpu_gemm(Trans::kNo, Trans::kYes, mg, static_cast<int>(kg), cols, 1.0f, prod + g * mg * cols,
+                   col + g * kg * cols, 1.0f, dw_t + g * mg * kg);
+      }
+      if (!dx) continue;
+      for (int g = 0; g < group_; ++g)
+        cpu_gemm(Trans::kYes, Trans::kNo, static_cast<int>(kg), cols, mg, 1.0f, w + g * mg * kg,
+                 prod + g * mg * cols, 0.0f, col + g * kg * cols);
+      Col2Im(col, b, geom_, dx + n0 * ImageFloats());
+    }
+  }
+
+  // ---- CPU: choosing the engine ---------------------------------------------------------------------
+  // Sets onednn_ (null for im2col) for the current shape: from the prototxt's engine and the CPU engine
+  // setting, timing the candidates when both leave the choice open (conv_engine_choice.hpp).
+  void ChooseCpuEngine() {
+    const ConvolutionParameter::Engine engine = param_.convolution_param().engine();
+    const CpuEngine setting = CpuEngineSetting();
+    bool im2col_only = engine == ConvolutionParameter::CAFFE || !BuiltWithOneDnn() ||
+                       (engine != ConvolutionParameter::ONEDNN && setting == CpuEngine::kIm2col);
+    bool timed = engine != ConvolutionParameter::ONEDNN && setting == CpuEngine::kAuto && !ctx_.plan_only();
+    OneDnnLayout layout = OneDnnLayout::kNative;
+    // A new shape after the memory plan (a Filter upstream changed the batch): the engine chosen at
+    // set-up stays, within the buffers planned for it.
+    const bool planned = col_->data() != nullptr || onednn_scratch_->data() != nullptr;
+    if (planned) {
+      im2col_only = onednn_ == nullptr;
+      timed = false;
+      layout = onednn_layout_;
+    }
+    onednn_.reset();
+    if (im2col_only || num_ == 0 || channels_ == 0) return;  // (no channels: nothing to compute but the bias)
+    if (timed) {
+      const ConvShapeKey key{num_, num_output_, group_, geom_, bias_term_};
+      const ConvEngineTimer timer = [this](ConvCandidate candidate, const OneDnnConvolution* conv) {
+        return TimeCandidate(candidate, conv);
+      };
+      const ConvCandidate winner = ChooseConvEngine(key, Describe(), timer);
+      if (winner == ConvCandidate::kIm2col) return;
+      layout = winner == ConvCandidate::kOneDnnPlain ? OneDnnLayout::kPlain : OneDnnLayout::kNative;
+    }
+    std::string why;
+    onednn_ = CreateOneDnnConvolution(num_, num_output_, group_, geom_, bias_term_, layout, &why);
+    onednn_layout_ = layout;
+    if (!onednn_) {
+      CORTADO_REQUIRE(!planned, Describe(), ": oneDNN has no convolution for the new shape (", why, ")");
+      LOG(INFO) << Describe() << ": oneDNN has no convolution for this shape (" << why << "): im2col";
+      return;
+    }
+    if (planned)
+      CORTADO_REQUIRE(OneDnnConvolutionScratchBytes(*onednn_) <= static_cast<size_t>(onednn_scratch_->capacity()) * sizeof(float),
+                      Describe(), ": oneDNN needs more scratch for the new shape than was planned at set-up; give "
+                      "the layer engine: CAFFE");
+  }
+
+  // Milliseconds of one forward and backward (all gradients) of the current shape with `candidate`, on
+  // buffers of its own (set-up time, before the memory plan): the best of a few runs.
+  double TimeCandidate(ConvCandidate candidate, const OneDnnConvolution* conv) {
+    const int64_t x_count = num_ * ImageFloats(), y_count = num_ * OutputFloats();
+    std::vector<float> x(x_count), w(blobs_[0]->count()), bias(num_output_), y(y_count), dy(y_count), dx(x_count),
+        dw(w.size()), db(bias.size());
+    FillForTiming(&x);
+    FillForTiming(&w);
+    FillForTiming(&dy);
+    FillForTiming(&bias);
+    std::vector<float> col, prod, partial, scratch;
+    if (conv) {
+      scratch.resize((OneDnnConvolutionScratchBytes(*conv) + sizeof(float) - 1) / sizeof(float));
+    } else {
+      col.resize(col_floats_), prod.resize(product_floats_), partial.resize(DwPartialFloats());
+    }
+    const float* b = bias_term_ ? bias.data() : nullptr;
+    float* gb = bias_term_ ? db.data() : nullptr;
+    const auto run = [&] {
+      if (conv) {
+        OneDnnConvolutionForward(*conv, x.data(), w.data(), b, y.data(), scratch.data());
+        OneDnnConvolutionBackward(*conv, x.data(), w.data(), dy.data(), dw.data(), gb, dx.data(), scratch.data());
+        return;
+      }
+      const Im2colBuffers buffers{col.data(), prod.data(), partial.data()};
+      ForwardIm2col(x.data(), w.data(), b, y.data(), buffers);
+      col_holds_forward_ = keep_cols_;
+      BackwardIm2col(x.data(), w.data(), dy.data(), dw.data(), gb, dx.data(), buffers, true);
+      for (int t = 1; t < threads_; ++t) cpu_axpy(dw.size(), 1.0f, partial.data() + (t - 1) * dw.size(), dw.data());
+      col_holds_forward_ = false;
+    };
+    return BestMilliseconds(run);
+  }
+
   // GPU nets: the cuDNN workspace, or one image's columns; none of the CPU's buffers.
   void ReshapeGpuBuffers() {
     product_->Reshape(std::vector<int>{0});
@@ -342,13 +477,12 @@ class ConvolutionLayer : public Layer {
     float* col;
     float* prod;
   };
-  Chunk ChunkAt(int c, int t) {
+  Chunk ChunkAt(int c, int t, const Im2colBuffers& buffers) const {
     const int n0 = c * chunk_;
     const int images = std::min(chunk_, num_ - n0);
     const int64_t per_image = std::max<int64_t>(geom_.col_rows() * geom_.out_size(), 1);  // 0 for an empty input
-    float* col = col_->data() + (keep_cols_ ? n0 * per_image : t * chunk_ * per_image);
-    return {n0, images, static_cast<int>(images * geom_.out_size()), col,
-            product_->data() + t * chunk_product_};
+    float* col = buffers.col + (keep_cols_ ? n0 * per_image : t * chunk_ * per_image);
+    return {n0, images, static_cast<int>(images * geom_.out_size()), col, buffers.prod + t * chunk_product_};
   }
 
   // db[m] += Σ_{n, q} dy[n][m][q].
@@ -371,6 +505,10 @@ class ConvolutionLayer : public Layer {
   Blob* dw_partial_ = nullptr;      // weight-gradient partials of threads 1..threads_-1
   int threads_ = 1;
   int64_t chunk_product_ = 0;       // floats of one thread's product buffer
+  int64_t col_floats_ = 0, product_floats_ = 0;  // what the im2col engine's col_ and product_ need
+  OneDnnConvolutionPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
+  OneDnnLayout onednn_layout_ = OneDnnLayout::kNative;
+  Blob* onednn_scratch_ = nullptr;  // CPU, oneDNN engine: its scratchpads and reordered data
   bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
   Blob* workspace_ = nullptr;       // GPU nets: cuDNN's workspace (empty for the im2col engine)
   CudnnConvolutionPtr cudnn_{nullptr, nullptr};  // GPU with cuDNN: descriptors and algorithms

@@ -1,11 +1,16 @@
 // convolution_test.cpp — Convolution against a hand-worked case and a direct seven-loop convolution
 // (forward and backward) written here, over pad / stride / dilation / group / rectangular kernels /
 // bias on and off; batches split into chunks (columns kept for backward, or unrolled again);
-// several bottoms; frozen weights; finite-difference gradients; and the user errors.
+// several bottoms; frozen weights; finite-difference gradients; and the user errors. The CPU engines
+// (cpu_engine.hpp): oneDNN in its native and plain layouts against the same loops, and which engine the
+// prototxt's engine and the process's setting give.
 #include <cmath>
+#include <set>
 #include <sstream>
 
+#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
+#include "cortado/kernels/onednn.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {
@@ -18,9 +23,11 @@ struct ConvCase {
   bool bias;
 };
 
-std::string LayerText(const ConvCase& k) {
+// engine: the prototxt's (DEFAULT when empty).
+std::string LayerText(const ConvCase& k, const std::string& engine = "") {
   std::ostringstream s;
-  s << "type: 'Convolution' convolution_param { num_output: " << k.m << " kernel_h: " << k.kh
+  s << "type: 'Convolution' convolution_param { "
+    << (engine.empty() ? "" : "engine: " + engine + " ") << "num_output: " << k.m << " kernel_h: " << k.kh
     << " kernel_w: " << k.kw << " pad_h: " << k.ph << " pad_w: " << k.pw << " stride_h: " << k.sh
     << " stride_w: " << k.sw << " dilation: " << k.dh << " dilation: " << k.dw << " group: " << k.group
     << " bias_term: " << (k.bias ? "true" : "false")
@@ -115,18 +122,20 @@ TEST(Convolution, AnInputWithoutChannelsGivesTheBias) {
   for (int64_t i = 0; i < f.top(0).count(); ++i) EXPECT_FLOAT_EQ(f.top(0).data()[i], 0.25f);
 }
 
+const ConvCase kCases[] = {
+    // n c  h  w  m  kh kw ph pw sh sw dh dw group bias
+    {2, 1, 8, 8, 4, 5, 5, 0, 0, 1, 1, 1, 1, 1, true},    // LeNet-like
+    {2, 3, 7, 9, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1, true},    // padded, strided
+    {2, 4, 9, 8, 6, 3, 2, 2, 1, 1, 2, 2, 1, 2, false},   // rectangular, dilated, grouped
+    {3, 6, 5, 4, 3, 1, 1, 0, 0, 1, 1, 1, 1, 3, true},    // 1×1, depthwise-like groups
+    {2, 2, 5, 5, 2, 1, 1, 0, 0, 2, 2, 1, 1, 1, false},   // 1×1 strided
+    {1, 2, 3, 4, 3, 5, 6, 1, 1, 1, 1, 1, 1, 1, true},    // kernel = padded input: one output
+    {2, 4, 10, 7, 4, 3, 3, 3, 2, 3, 2, 2, 3, 4, true},   // everything at once
+    {2, 32, 6, 6, 48, 3, 3, 1, 1, 1, 1, 1, 1, 1, true},  // channels in oneDNN's blocks of 16
+};
+
 TEST(Convolution, MatchesDirectConvolution) {
-  const ConvCase cases[] = {
-      // n c  h  w  m  kh kw ph pw sh sw dh dw group bias
-      {2, 1, 8, 8, 4, 5, 5, 0, 0, 1, 1, 1, 1, 1, true},    // LeNet-like
-      {2, 3, 7, 9, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1, true},    // padded, strided
-      {2, 4, 9, 8, 6, 3, 2, 2, 1, 1, 2, 2, 1, 2, false},   // rectangular, dilated, grouped
-      {3, 6, 5, 4, 3, 1, 1, 0, 0, 1, 1, 1, 1, 3, true},    // 1×1, depthwise-like groups
-      {2, 2, 5, 5, 2, 1, 1, 0, 0, 2, 2, 1, 1, 1, false},   // 1×1 strided
-      {1, 2, 3, 4, 3, 5, 6, 1, 1, 1, 1, 1, 1, 1, true},    // kernel = padded input: one output
-      {2, 4, 10, 7, 4, 3, 3, 3, 2, 3, 2, 2, 3, 4, true},   // everything at once
-  };
-  for (const ConvCase& k : cases) {
+  for (const ConvCase& k : kCases) {
     SCOPED_TRACE(LayerText(k));
     LayerFixture f(LayerText(k), {{k.n, k.c, k.h, k.w}});
     EXPECT_EQ(f.top(0).shape(), (std::vector<int>{k.n, k.m, OutSize(k.h, k.kh, k.ph, k.sh, k.dh),
@@ -243,6 +252,133 @@ TEST(Convolution, UserErrors) {
   EXPECT_NE(ErrorOf("type: 'Convolution' convolution_param { num_output: 1 kernel_size: 3 stride: 0 }",
                     {1, 1, 4, 4}).find("stride must be positive"),
             std::string::npos);
+}
+
+}  // namespace cortado::test
+
+// ---- CPU engines ----------------------------------------------------------------------------------
+namespace cortado::test {
+namespace {
+
+// The process's CPU engine for one test, restored after it.
+class CpuEngineScope {
+ public:
+  explicit CpuEngineScope(CpuEngine engine) : saved_(CpuEngineSetting()) { SetCpuEngine(engine); }
+  ~CpuEngineScope() { SetCpuEngine(saved_); }
+
+ private:
+  CpuEngine saved_;
+};
+
+#define SKIP_WITHOUT_ONEDNN() \
+  if (!BuiltWithOneDnn()) GTEST_SKIP() << "this build has no oneDNN (libdnnl-dev)"
+
+ConvGeometry GeometryOf(const ConvCase& k) {
+  ConvGeometry g;
+  g.channels = k.c, g.height = k.h, g.width = k.w, g.kernel_h = k.kh, g.kernel_w = k.kw, g.pad_h = k.ph,
+  g.pad_w = k.pw, g.stride_h = k.sh, g.stride_w = k.sw, g.dilation_h = k.dh, g.dilation_w = k.dw;
+  return g;
+}
+
+}  // namespace
+
+TEST(ConvolutionEngines, OneDnnMatchesDirectConvolution) {
+  SKIP_WITHOUT_ONEDNN();
+  for (const ConvCase& k : kCases) {
+    SCOPED_TRACE(LayerText(k, "ONEDNN"));
+    LayerFixture f(LayerText(k, "ONEDNN"), {{k.n, k.c, k.h, k.w}});
+    EXPECT_STREQ(f.layer().chosen_engine(), "onednn");
+    CheckAgainstDirect(k, f);
+  }
+}
+
+// Both layouts through the kernel interface, each backward run twice: the parameter gradients add up
+// (Caffe's iter_size and shared weights rely on it) and the data gradient is overwritten.
+TEST(ConvolutionEngines, OneDnnLayoutsMatchDirectConvolutionAndAccumulate) {
+  SKIP_WITHOUT_ONEDNN();
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal;
+  for (OneDnnLayout layout : {OneDnnLayout::kPlain, OneDnnLayout::kNative}) {
+    for (const ConvCase& k : kCases) {
+      SCOPED_TRACE(std::string(OneDnnLayoutName(layout)) + " " + LayerText(k));
+      const ConvGeometry g = GeometryOf(k);
+      std::string why;
+      const OneDnnConvolutionPtr conv = CreateOneDnnConvolution(k.n, k.m, k.group, g, k.bias, layout, &why);
+      ASSERT_TRUE(conv) << why;
+      const int64_t x_count = int64_t{k.n} * k.c * k.h * k.w, y_count = int64_t{k.n} * k.m * g.out_size();
+      std::vector<float> x(x_count), w(int64_t{k.m} * (k.c / k.group) * k.kh * k.kw), b(k.m), dy(y_count);
+      for (auto* v : {&x, &w, &b, &dy})
+        for (float& e : *v) e = normal(rng);
+      std::vector<double> y_ref(y_count, 0.0), dx_ref(x_count, 0.0), dw_ref(w.size(), 0.0), db_ref(k.m, 0.0);
+      ForEachTerm(k, [&](int64_t xi, int64_t wi, int64_t yi) {
+        y_ref[yi] += double(x[xi]) * w[wi];
+        dx_ref[xi] += double(dy[yi]) * w[wi];
+        dw_ref[wi] += double(dy[yi]) * x[xi];
+      });
+      for (int64_t i = 0; i < y_count; ++i) {
+        const int m = static_cast<int>(i / g.out_size() % k.m);
+        if (k.bias) y_ref[i] += b[m];
+        db_ref[m] += dy[i];
+      }
+      std::vector<char> scratch(OneDnnConvolutionScratchBytes(*conv) + 64);
+      void* s = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+      std::vector<float> y(y_count, -7.0f), dx(x_count, -7.0f), dw(w.size(), 0.0f), db(k.m, 0.0f);
+      OneDnnConvolutionForward(*conv, x.data(), w.data(), k.bias ? b.data() : nullptr, y.data(), s);
+      for (int64_t i = 0; i < y_count; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4 * (1 + std::abs(y_ref[i]))) << i;
+      for (int pass = 1; pass <= 2; ++pass) {
+        OneDnnConvolutionBackward(*conv, x.data(), w.data(), dy.data(), dw.data(), k.bias ? db.data() : nullptr,
+                                  dx.data(), s);
+        for (int64_t i = 0; i < x_count; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4 * (1 + std::abs(dx_ref[i]))) << i;
+        for (size_t i = 0; i < w.size(); ++i)
+          ASSERT_NEAR(dw[i], pass * dw_ref[i], 1e-3 * (1 + std::abs(pass * dw_ref[i]))) << pass << " " << i;
+        if (k.bias)
+          for (int m = 0; m < k.m; ++m) ASSERT_NEAR(db[m], pass * db_ref[m], 1e-3 * (1 + std::abs(pass * db_ref[m])));
+      }
+    }
+  }
+}
+
+TEST(ConvolutionEngines, OneDnnGradientCheck) {
+  SKIP_WITHOUT_ONEDNN();
+  const ConvCase k{2, 4, 5, 5, 4, 3, 3, 1, 1, 2, 2, 1, 1, 2, true};
+  LayerFixture f(LayerText(k, "ONEDNN"), {{k.n, k.c, k.h, k.w}});
+  f.FillBottoms();
+  CheckGradient(f);
+}
+
+TEST(ConvolutionEngines, ThePrototxtsEngineThenTheSettingDecide) {
+  const ConvCase k{2, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
+  const std::vector<int> shape{k.n, k.c, k.h, k.w};
+  for (CpuEngine setting : {CpuEngine::kAuto, CpuEngine::kIm2col, CpuEngine::kOneDnn}) {
+    if (setting == CpuEngine::kOneDnn && !BuiltWithOneDnn()) continue;
+    CpuEngineScope scope(setting);
+    SCOPED_TRACE(CpuEngineName(setting));
+    EXPECT_STREQ(LayerFixture(LayerText(k, "CAFFE"), {shape}).layer().chosen_engine(), "im2col");
+    if (BuiltWithOneDnn())
+      EXPECT_STREQ(LayerFixture(LayerText(k, "ONEDNN"), {shape}).layer().chosen_engine(), "onednn");
+    LayerFixture chosen(LayerText(k), {shape}), again(LayerText(k), {shape});
+    const std::string engine = chosen.layer().chosen_engine();
+    if (setting == CpuEngine::kIm2col || !BuiltWithOneDnn()) EXPECT_EQ(engine, "im2col");
+    if (setting == CpuEngine::kOneDnn) EXPECT_EQ(engine, "onednn");
+    EXPECT_TRUE(std::set<std::string>({"im2col", "onednn", "onednn_plain"}).count(engine)) << engine;
+    EXPECT_EQ(engine, again.layer().chosen_engine()) << "a shape is timed once: its layers agree";
+  }
+}
+
+TEST(ConvolutionEngines, OneDnnWithoutOneDnnIsAUserError) {
+  if (BuiltWithOneDnn()) {
+    EXPECT_EQ(ParseCpuEngine("onednn", "--cpu_engine"), CpuEngine::kOneDnn);
+  } else {
+    EXPECT_THROW(SetCpuEngine(CpuEngine::kOneDnn), Error);
+    EXPECT_NE(ErrorOf(LayerText(kCases[0], "ONEDNN"), {2, 1, 8, 8}).find("engine ONEDNN, but this build has no oneDNN"),
+              std::string::npos);
+  }
+  try {
+    ParseCpuEngine("fast", "--cpu_engine");
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "--cpu_engine: unknown CPU engine 'fast' (valid: auto, im2col, onednn)");
+  }
 }
 
 }  // namespace cortado::test

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "cortado/gpu.hpp"
+#include "cortado/cpu_engine.hpp"
 #include "cortado/io.hpp"
 #include "test_util.hpp"
 
@@ -170,6 +171,55 @@ TEST(TrainerCli, SnapshotDiffWritesTheGradientsToo) {
     }
   }
   EXPECT_EQ(blobs, 4);
+}
+
+// The CPU engine flag: each value's engine in the net's "Convolution engines:" line, a bad value one line
+// and exit 1; the threads flag; device_query's description of the CPU.
+TEST(TrainerCli, CpuEngineAndThreadsFlags) {
+  const std::string dir = TempDir();
+  const std::string net = dir + "/conv.prototxt";
+  std::ofstream(net) << R"(
+    layer { name: "in" type: "DummyData" top: "x" top: "y"
+            dummy_data_param { data_filler { type: "gaussian" } shape { dim: 2 dim: 3 dim: 8 dim: 8 } shape { dim: 2 dim: 4 dim: 6 dim: 6 } } }
+    layer { name: "c" type: "Convolution" bottom: "x" top: "z" convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" } } }
+    layer { name: "loss" type: "EuclideanLoss" bottom: "z" bottom: "y" top: "loss" }
+  )";
+  std::vector<std::pair<std::string, std::string>> cases{{"im2col", "Convolution engines: im2col 1"}};
+  if (BuiltWithOneDnn()) cases.push_back({"onednn", "Convolution engines: onednn 1"});
+  for (const auto& [engine, line] : cases) {
+    const auto time = RunCommand(ToolPath("trainer") + " time --cpu_engine=" + engine + " --threads=1 --model=" + net +
+                                 " --iterations=1");
+    ASSERT_EQ(time.exit_code, 0) << time.err;
+    EXPECT_NE(time.err.find(line), std::string::npos) << line << "\n" << time.err;
+  }
+  for (const std::string bad : {"--cpu_engine=fast", "--threads=-2"}) {
+    const auto r = RunCommand(ToolPath("trainer") + " time " + bad + " --model=" + net);
+    EXPECT_EQ(r.exit_code, 1) << bad;
+    EXPECT_EQ(CountLines(r.err), 1) << r.err;
+  }
+  const auto env = RunCommand("CORTADO_CPU_ENGINE=fast " + ToolPath("trainer") + " time --model=" + net);
+  EXPECT_EQ(env.exit_code, 1);
+  EXPECT_NE(env.err.find("CORTADO_CPU_ENGINE: unknown CPU engine 'fast'"), std::string::npos) << env.err;
+  if (BuiltWithOneDnn()) {  // auto: timed in the first process, recorded, taken as recorded in the next
+    const std::string cache = dir + "/cache";
+    const std::string command = "CORTADO_CACHE_DIR=" + cache + " " + ToolPath("trainer") + " time -v=1 --model=" + net +
+                                " --iterations=1";
+    const auto first = RunCommand(command);
+    ASSERT_EQ(first.exit_code, 0) << first.err;
+    EXPECT_NE(first.err.find("layer c (Convolution): forward + backward im2col "), std::string::npos) << first.err;
+    std::ifstream recorded(cache + "/cpu_convolution_engines.txt");
+    std::string machine, shape, engine;
+    ASSERT_TRUE(recorded >> machine >> shape >> engine);
+    EXPECT_EQ(shape, "2,3,8,8,4,1,3,3,0,0,1,1,1,1,1");
+    const auto second = RunCommand(command);
+    ASSERT_EQ(second.exit_code, 0) << second.err;
+    EXPECT_NE(second.err.find("layer c (Convolution): " + engine + ", as timed before"), std::string::npos) << second.err;
+    EXPECT_NE(second.err.find("Convolution engines: " + engine + " 1"), std::string::npos) << second.err;
+  }
+  const auto query = RunCommand(ToolPath("trainer") + " device_query");
+  ASSERT_EQ(query.exit_code, 0) << query.err;
+  for (const char* line : {"CPU: ", "CPU instruction sets: ", "BLAS: OpenBLAS ", "oneDNN: ", "CPU engine: ", "GPUs found: "})
+    EXPECT_NE(query.err.find(line), std::string::npos) << line << "\n" << query.err;
 }
 
 TEST(TrainerCli, GpuFlagRejectsBadIdsAndFallsBackToTheCpuWithoutAGpu) {

@@ -1,0 +1,177 @@
+// conv_engine_choice.cpp — timing a convolution shape's CPU engines, and remembering the winner (see
+// the header).
+#include "conv_engine_choice.hpp"
+
+#include <fcntl.h>
+#include <glog/logging.h>
+#include <omp.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+
+#include "cortado/cpu_engine.hpp"
+
+namespace cortado {
+
+namespace {
+
+const char* CandidateName(ConvCandidate c) {
+  switch (c) {
+    case ConvCandidate::kOneDnnPlain: return "onednn_plain";
+    case ConvCandidate::kOneDnnNative: return "onednn";
+    default: return "im2col";
+  }
+}
+
+bool CandidateNamed(const std::string& name, ConvCandidate* candidate) {
+  for (ConvCandidate c : {ConvCandidate::kIm2col, ConvCandidate::kOneDnnPlain, ConvCandidate::kOneDnnNative})
+    if (name == CandidateName(c)) return *candidate = c, true;
+  return false;
+}
+
+// What the timing depends on besides the shape: the CPU, oneDNN's code for it and the threads. No
+// spaces: it is the first field of a line of the file.
+std::string MachineKey() {
+  std::string key = CpuModel() + "|" + OneDnnInstructionSet() + "|" + std::to_string(omp_get_max_threads()) + "t";
+  for (char& c : key)
+    if (c == ' ') c = '_';
+  return key;
+}
+
+std::string ShapeKey(const ConvShapeKey& k) {
+  const ConvGeometry& g = k.geom;
+  std::ostringstream s;
+  s << k.num << ',' << g.channels << ',' << g.height << ',' << g.width << ',' << k.num_output << ',' << k.group << ','
+    << g.kernel_h << ',' << g.kernel_w << ',' << g.pad_h << ',' << g.pad_w << ',' << g.stride_h << ',' << g.stride_w
+    << ',' << g.dilation_h << ',' << g.dilation_w << ',' << (k.bias ? 1 : 0);
+  return s.str();
+}
+
+// The file of earlier processes' choices: $CORTADO_CACHE_DIR, else $XDG_CACHE_HOME/cortado, else
+// ~/.cache/cortado; "" when none of these is set.
+std::string ChoicesFile() {
+  std::filesystem::path dir;
+  if (const char* d = std::getenv("CORTADO_CACHE_DIR"); d && *d) {
+    dir = d;
+  } else if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) {
+    dir = std::filesystem::path(x) / "cortado";
+  } else if (const char* h = std::getenv("HOME"); h && *h) {
+    dir = std::filesystem::path(h) / ".cache" / "cortado";
+  } else {
+    return "";
+  }
+  return (dir / "cpu_convolution_engines.txt").string();
+}
+
+// The choice a line of the file records for (machine, shape), if any. Lines are
+// "<machine> <shape> <engine>"; a line cut short (a process killed while writing) is skipped.
+bool FindChoice(std::istream& in, const std::string& machine, const std::string& shape, ConvCandidate* candidate) {
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string m, s, e;
+    if (fields >> m >> s >> e && m == machine && s == shape && CandidateNamed(e, candidate)) return true;
+  }
+  return false;
+}
+
+// The file, opened and locked for as long as this lives (no file: not open).
+class LockedChoices {
+ public:
+  explicit LockedChoices(const std::string& path) {
+    if (path.empty()) return;
+    std::error_code error;
+    std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+    fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd_ >= 0 && flock(fd_, LOCK_EX) != 0) Close();
+  }
+  ~LockedChoices() { Close(); }
+  bool is_open() const { return fd_ >= 0; }
+  bool Find(const std::string& machine, const std::string& shape, ConvCandidate* candidate) const {
+    std::ifstream in("/proc/self/fd/" + std::to_string(fd_));
+    return FindChoice(in, machine, shape, candidate);
+  }
+  void Append(const std::string& line) const {
+    if (write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+      LOG(WARNING) << "could not record a convolution engine choice: " << std::strerror(errno);
+  }
+
+ private:
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+};
+
+}  // namespace
+
+ConvCandidate ChooseConvEngine(const ConvShapeKey& key, const std::string& who, const ConvEngineTimer& timer) {
+  static std::mutex mutex;
+  static std::map<std::string, ConvCandidate> chosen;  // this process's, by machine and shape
+  std::lock_guard<std::mutex> lock(mutex);
+  const std::string machine = MachineKey(), shape = ShapeKey(key), both = machine + " " + shape;
+  if (auto it = chosen.find(both); it != chosen.end()) return it->second;
+  ConvCandidate best = ConvCandidate::kIm2col;
+  const std::string path = ChoicesFile();
+  {
+    const LockedChoices file(path);
+    if (file.is_open() && file.Find(machine, shape, &best)) {
+      VLOG(1) << who << ": " << CandidateName(best) << ", as timed before (" << path << ")";
+      return chosen[both] = best;
+    }
+  }
+  // Timed without holding the file, so that other processes are not kept waiting.
+  double best_ms = timer(ConvCandidate::kIm2col, nullptr);
+  std::ostringstream times;
+  times << "im2col " << best_ms << " ms";
+  for (ConvCandidate candidate : {ConvCandidate::kOneDnnPlain, ConvCandidate::kOneDnnNative}) {
+    std::string why;
+    const OneDnnLayout layout = candidate == ConvCandidate::kOneDnnPlain ? OneDnnLayout::kPlain : OneDnnLayout::kNative;
+    const OneDnnConvolutionPtr conv =
+        CreateOneDnnConvolution(key.num, key.num_output, key.group, key.geom, key.bias, layout, &why);
+    if (!conv) {
+      times << ", " << CandidateName(candidate) << " unavailable (" << why << ")";
+      continue;
+    }
+    const double ms = timer(candidate, conv.get());
+    times << ", " << CandidateName(candidate) << " " << ms << " ms";
+    if (ms < best_ms) best = candidate, best_ms = ms;
+  }
+  // Another process may have timed the same shape meanwhile: the first choice recorded stands, so that
+  // every run on this machine computes alike (a resumed run as the run it continues).
+  const LockedChoices file(path);
+  if (file.is_open() && !file.Find(machine, shape, &best)) file.Append(both + " " + CandidateName(best) + "\n");
+  VLOG(1) << who << ": forward + backward " << times.str() << ": " << CandidateName(best);
+  return chosen[both] = best;
+}
+
+double BestMilliseconds(const std::function<void()>& run) {
+  using Clock = std::chrono::steady_clock;
+  const auto time = [&run] {
+    const Clock::time_point start = Clock::now();
+    run();
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  time();  // not counted: caches, page faults, oneDNN's code generation
+  double best = time();
+  // Slow shapes get one more run, fast ones several: at most about 100 ms more per candidate.
+  const int more = best > 50 ? 1 : best > 10 ? 2 : 4;
+  for (int i = 0; i < more; ++i) best = std::min(best, time());
+  return best;
+}
+
+void FillForTiming(std::vector<float>* values) {
+  for (size_t i = 0; i < values->size(); ++i) (*values)[i] = 0.01f * static_cast<float>(static_cast<int>(i % 199) - 99);
+}
+
+}  // namespace cortado
