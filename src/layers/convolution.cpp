@@ -20,10 +20,10 @@
 //
 // CPU engines (cortado/cpu_engine.hpp): the im2col method above, or oneDNN's convolution primitives
 // (kernels/onednn.hpp) on Cortado's NCHW buffers ("plain") or in the blocked layouts oneDNN's fastest
-// code wants ("native", reordered through the layer's call scratch). With the CPU engine auto and the
-// prototxt's engine DEFAULT, the layer's shape is timed with each at set-up (conv_engine_choice.cpp)
-// and the fastest kept; engine CAFFE (or the CPU engine im2col) keeps im2col, engine ONEDNN (or the
-// CPU engine onednn) takes oneDNN's native layouts without timing.
+// code wants ("native", reordered through the net's workspace, which the memory plan counts). With
+// the CPU engine auto and the prototxt's engine DEFAULT, the layer's shape is timed with each at
+// set-up (conv_engine_choice.cpp) and the fastest kept; engine CAFFE (or the CPU engine im2col) keeps
+// im2col, engine ONEDNN (or the CPU engine onednn) takes oneDNN's native layouts without timing.
 //
 // GPU (kernels/dense.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
 // (cudnn/convolution_cudnn.cpp: algorithms picked when the layer is shaped, their workspace a
@@ -104,7 +104,8 @@ class ConvolutionLayer : public Layer {
     col_ = AddStepScratch();  // keeps the forward's columns for Backward when they are small (Reshape)
     product_ = AddCallScratch();
     dw_partial_ = AddCallScratch();
-    onednn_scratch_ = AddCallScratch();
+    // oneDNN's scratchpads and reordered data matter only inside a call: the net's one workspace region.
+    if (ctx_.device() == Device::kCPU) onednn_scratch_ = AddWorkspace();
     if (ctx_.device() == Device::kCPU)
       CORTADO_REQUIRE(p.engine() != ConvolutionParameter::ONEDNN || BuiltWithOneDnn(), Describe(),
                       ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
@@ -508,7 +509,7 @@ class ConvolutionLayer : public Layer {
   int64_t col_floats_ = 0, product_floats_ = 0;  // what the im2col engine's col_ and product_ need
   OneDnnConvolutionPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
   OneDnnLayout onednn_layout_ = OneDnnLayout::kNative;
-  Blob* onednn_scratch_ = nullptr;  // CPU, oneDNN engine: its scratchpads and reordered data
+  Blob* onednn_scratch_ = nullptr;  // CPU: the oneDNN engine's scratchpads and reordered data (a workspace)
   bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
   Blob* workspace_ = nullptr;       // GPU nets: cuDNN's workspace (empty for the im2col engine)
   CudnnConvolutionPtr cudnn_{nullptr, nullptr};  // GPU with cuDNN: descriptors and algorithms

@@ -202,7 +202,7 @@ TEST(TrainerCli, CpuEngineAndThreadsFlags) {
   EXPECT_NE(env.err.find("CORTADO_CPU_ENGINE: unknown CPU engine 'fast'"), std::string::npos) << env.err;
   if (BuiltWithOneDnn()) {  // auto: timed in the first process, recorded, taken as recorded in the next
     const std::string cache = dir + "/cache";
-    const std::string command = "CORTADO_CACHE_DIR=" + cache + " " + ToolPath("trainer") + " time -v=1 --model=" + net +
+    const std::string command = "CORTADO_CACHE_DIR=" + cache + " " + ToolPath("trainer") + " time -v=1 --cpu_engine=auto --model=" + net +
                                 " --iterations=1";
     const auto first = RunCommand(command);
     ASSERT_EQ(first.exit_code, 0) << first.err;
