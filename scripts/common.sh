@@ -76,6 +76,22 @@ cortado_build() {
   cmake --build "$BUILD_DIR" -j"$JOBS" "${targets[@]}"
 }
 
+# The trainer a benchmark runs, in $trainer: built in $BUILD_DIR first unless BUILD=0 (configured
+# if need be); a warning when that is not a Release build.
+bench_trainer() {
+  if [[ "${BUILD:-1}" != 0 ]]; then
+    if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
+      cortado_configure
+    fi
+    cortado_build trainer
+  fi
+  trainer="$BUILD_DIR/tools/trainer"
+  [[ -x "$trainer" ]] || die "$trainer is not built"
+  local build_type
+  build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
+  [[ "$build_type" == Release ]] || log "warning: $BUILD_DIR is a '$build_type' build, not Release"
+}
+
 # ---- data -------------------------------------------------------------------------------------
 
 # data/mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte from data/get_mnist.sh (which keeps files
@@ -100,6 +116,26 @@ cortado_prepare_mnist() {
       --backend=lmdb
     mv "$db.partial" "$db"
   done
+}
+
+# Benchmarks' load accounting. While the runs go: all cores' busy and total time, and the CPU time of this shell's finished
+# children (the runs), in clock ticks. Busy time that is not the runs' is other work.
+cpu_sample() {  # -> "BUSY TOTAL CHILDREN"
+  local c f stat total=0 i
+  read -r -a c < <(grep '^cpu ' /proc/stat)
+  for ((i = 1; i < ${#c[@]}; i++)); do
+    total=$((total + c[i]))
+  done
+  stat=$(</proc/$$/stat)
+  read -r -a f <<<"${stat##*) }"  # from field 3 (state) on: cutime is field 16, cstime 17
+  echo "$((total - c[4] - c[5])) $total $((f[13] + f[14]))"
+}
+other_share() {  # other_share "SAMPLE_BEFORE" "SAMPLE_AFTER" -> percent of all cores used by other work
+  local a b
+  read -r -a a <<<"$1"
+  read -r -a b <<<"$2"
+  local total=$((b[1] - a[1])) other=$(( (b[0] - a[0]) - (b[2] - a[2]) ))
+  echo $(( total > 0 && other > 0 ? 100 * other / total : 0 ))
 }
 
 other_load() {

@@ -50,16 +50,7 @@ done
 "$PYTHON" -c 'import torch' 2>/dev/null || die "$PYTHON lacks torch: run scripts/install_deps.sh"
 
 # ---- build ------------------------------------------------------------------------------------
-if [[ "$BUILD" != 0 ]]; then
-  if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
-    cortado_configure
-  fi
-  cortado_build trainer
-fi
-trainer="$BUILD_DIR/tools/trainer"
-[[ -x "$trainer" ]] || die "$trainer is not built"
-build_type=$(sed -n 's/^CMAKE_BUILD_TYPE:[A-Z]*=//p' "$BUILD_DIR/CMakeCache.txt" 2>/dev/null || true)
-[[ "$build_type" == Release ]] || log "warning: $BUILD_DIR is a '$build_type' build, not Release"
+bench_trainer
 
 work="$BUILD_DIR/bench_memory"
 mkdir -p "$work"
@@ -80,26 +71,6 @@ _, status, usage = os.wait4(pid, 0)
 with open(sys.argv[1], "w") as f:
     f.write(f"{usage.ru_maxrss}\n")
 sys.exit(os.waitstatus_to_exitcode(status))' "$@"
-}
-
-# While the runs go: all cores' busy and total time, and the CPU time of this shell's finished
-# children (the runs), in clock ticks. Busy time that is not the runs' is other work.
-cpu_sample() {  # -> "BUSY TOTAL CHILDREN"
-  local c f stat total=0 i
-  read -r -a c < <(grep '^cpu ' /proc/stat)
-  for ((i = 1; i < ${#c[@]}; i++)); do
-    total=$((total + c[i]))
-  done
-  stat=$(</proc/$$/stat)
-  read -r -a f <<<"${stat##*) }"  # from field 3 (state) on: cutime is field 16, cstime 17
-  echo "$((total - c[4] - c[5])) $total $((f[13] + f[14]))"
-}
-other_share() {  # other_share "SAMPLE_BEFORE" "SAMPLE_AFTER" -> percent of all cores used by other work
-  local a b
-  read -r -a a <<<"$1"
-  read -r -a b <<<"$2"
-  local total=$((b[1] - a[1])) other=$(( (b[0] - a[0]) - (b[2] - a[2]) ))
-  echo $(( total > 0 && other > 0 ? 100 * other / total : 0 ))
 }
 
 # ---- the runs ---------------------------------------------------------------------------------
