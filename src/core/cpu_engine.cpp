@@ -132,7 +132,7 @@ bool OneDnnEnabled() { return BuiltWithOneDnn() && CpuEngineSetting() != CpuEngi
 
 std::string CpuModel() {
   unsigned regs[12] = {};
-  if (__get_cpuid_max(0x80000000, nullptr) < 0x80000004) return "unknown";
+  if (static_cast<unsigned>(__get_cpuid_max(0x80000000u, nullptr)) < 0x80000004u) return "unknown";
   for (unsigned leaf = 0; leaf < 3; ++leaf)
     __get_cpuid(0x80000002 + leaf, &regs[4 * leaf], &regs[4 * leaf + 1], &regs[4 * leaf + 2], &regs[4 * leaf + 3]);
   std::string name(reinterpret_cast<const char*>(regs), sizeof(regs));
