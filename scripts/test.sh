@@ -6,7 +6,10 @@
 #
 # Environment: CORTADO_BUILD_DIR (default build/), CMAKE_BUILD_TYPE, CORTADO_USE_CUDA=ON|OFF,
 # CMAKE_CUDA_ARCHITECTURES (default 90), CORTADO_CMAKE_ARGS (extra cmake arguments),
-# CTEST_ARGS (extra ctest arguments, e.g. "-R Relu").
+# CTEST_ARGS (extra ctest arguments, e.g. "-R Relu"), CORTADO_CPU_ENGINE (the suite's CPU engine:
+# default onednn in a build with oneDNN, so no process spends its time timing convolution shapes and
+# every run computes alike; the tests of the timing ask for auto themselves; im2col runs the suite
+# without oneDNN).
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -30,6 +33,11 @@ cortado_configure
 stage=build
 cortado_build  # every target
 build_s=$((SECONDS - start))
+
+if [[ -z "${CORTADO_CPU_ENGINE:-}" ]] && grep -q '^CORTADO_USE_ONEDNN:BOOL=ON' "$BUILD_DIR/CMakeCache.txt"; then
+  export CORTADO_CPU_ENGINE=onednn
+fi
+log "CPU engine of the suite: ${CORTADO_CPU_ENGINE:-auto}"
 
 stage=data
 cortado_prepare_mnist  # tests/compat/opencv_dnn_test.cpp trains and scores LeNet on MNIST
