@@ -213,9 +213,7 @@ class ConvolutionLayer : public Layer {
     for (size_t i = 0; i < top.size(); ++i)
       BackwardIm2col(bottom[i]->data(), w, top[i]->diff(), dw, db, propagate_down[i] ? bottom[i]->diff() : nullptr,
                      buffers, /*first=*/i == 0);
-    if (dw)
-      for (int t = 1; t < threads_; ++t)
-        cpu_axpy(blobs_[0]->count(), 1.0f, buffers.dw_partial + (t - 1) * blobs_[0]->count(), dw);
+    if (dw) AddDwPartials(buffers.dw_partial, dw);
     // Columns overwritten by the data gradient are gone.
     if (std::find(propagate_down.begin(), propagate_down.end(), true) != propagate_down.end())
       col_holds_forward_ = false;
@@ -289,6 +287,11 @@ class ConvolutionLayer : public Layer {
   };
   Im2colBuffers Im2colBuffersOfLayer() { return {col_->data(), product_->data(), dw_partial_->data()}; }
   int64_t DwPartialFloats() const { return (threads_ - 1) * blobs_[0]->count(); }
+  // dW += the weight-gradient partials of threads 1..threads_-1 (BackwardIm2col's, after all tops).
+  void AddDwPartials(const float* dw_partial, float* dw) const {
+    const int64_t count = blobs_[0]->count();
+    for (int t = 1; t < threads_; ++t) cpu_axpy(count, 1.0f, dw_partial + (t - 1) * count, dw);
+  }
 
   void ForwardIm2col(const float* x, const float* w, const float* bias, float* top, const Im2colBuffers& buffers) {
     const int64_t hw = geom_.out_size();
@@ -424,7 +427,7 @@ class ConvolutionLayer : public Layer {
       ForwardIm2col(x.data(), w.data(), b, y.data(), buffers);
       col_holds_forward_ = keep_cols_;
       BackwardIm2col(x.data(), w.data(), dy.data(), dw.data(), gb, dx.data(), buffers, true);
-      for (int t = 1; t < threads_; ++t) cpu_axpy(dw.size(), 1.0f, partial.data() + (t - 1) * dw.size(), dw.data());
+      AddDwPartials(partial.data(), dw.data());
       col_holds_forward_ = false;
     };
     return BestMilliseconds(run);
