@@ -100,7 +100,7 @@ export LSAN_OPTIONS="suppressions=$REPO_ROOT/fuzz/lsan.supp:print_suppressions=0
 tests_result=skipped
 if ((run_tests)); then
   log "sanitizer tests: ctest -R '$SANITIZER_TESTS'"
-  if ctest --test-dir "$FIXED_BUILD" --output-on-failure -j"$JOBS" -R "$SANITIZER_TESTS" 2>&1 |
+  if OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}" ctest --test-dir "$FIXED_BUILD" --output-on-failure -j"$JOBS" -R "$SANITIZER_TESTS" 2>&1 |
        tee "$FUZZ_DIR/sanitizer_tests.log" | grep -E '^(\s*[0-9]+/[0-9]+ Test|[0-9]+% tests passed|The following tests)' ; then
     :
   fi
