@@ -22,7 +22,7 @@
 // (kernels/onednn.hpp) on Cortado's NCHW buffers ("plain") or in the blocked layouts oneDNN's fastest
 // code wants ("native", reordered through the net's workspace, which the memory plan counts). With
 // the CPU engine auto and the prototxt's engine DEFAULT, the layer's shape is timed with each at
-// set-up (conv_engine_choice.cpp) and the fastest kept; engine CAFFE (or the CPU engine im2col) keeps
+// set-up (cpu_engine_choice.cpp) and the fastest kept; engine CAFFE (or the CPU engine im2col) keeps
 // im2col, engine ONEDNN (or the CPU engine onednn) takes oneDNN's native layouts without timing.
 //
 // GPU (kernels/dense.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
@@ -36,6 +36,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
 
 #include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
@@ -49,7 +52,7 @@
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
-#include "conv_engine_choice.hpp"
+#include "cpu_engine_choice.hpp"
 #include "conv_geometry.hpp"
 
 namespace cortado {
@@ -358,7 +361,7 @@ class ConvolutionLayer : public Layer {
 
   // ---- CPU: choosing the engine ---------------------------------------------------------------------
   // Sets onednn_ (null for im2col) for the current shape: from the prototxt's engine and the CPU engine
-  // setting, timing the candidates when both leave the choice open (conv_engine_choice.hpp).
+  // setting, timing the candidates when both leave the choice open (cpu_engine_choice.hpp).
   void ChooseCpuEngine() {
     const ConvolutionParameter::Engine engine = param_.convolution_param().engine();
     const CpuEngine setting = CpuEngineSetting();
@@ -377,13 +380,9 @@ class ConvolutionLayer : public Layer {
     onednn_.reset();
     if (im2col_only || num_ == 0 || channels_ == 0) return;  // (no channels: nothing to compute but the bias)
     if (timed) {
-      const ConvShapeKey key{num_, num_output_, group_, geom_, bias_term_};
-      const ConvEngineTimer timer = [this](ConvCandidate candidate, const OneDnnConvolution* conv) {
-        return TimeCandidate(candidate, conv);
-      };
-      const ConvCandidate winner = ChooseConvEngine(key, Describe(), timer);
-      if (winner == ConvCandidate::kIm2col) return;
-      layout = winner == ConvCandidate::kOneDnnPlain ? OneDnnLayout::kPlain : OneDnnLayout::kNative;
+      const int winner = ChooseEngineByTiming(ShapeKey(), Describe(), TimingCandidates());
+      if (winner == 0) return;
+      layout = winner == 1 ? OneDnnLayout::kPlain : OneDnnLayout::kNative;
     }
     std::string why;
     onednn_ = CreateOneDnnConvolution(num_, num_output_, group_, geom_, bias_term_, layout, &why);
@@ -399,9 +398,33 @@ class ConvolutionLayer : public Layer {
                       "the layer engine: CAFFE");
   }
 
-  // Milliseconds of one forward and backward (all gradients) of the current shape with `candidate`, on
-  // buffers of its own (set-up time, before the memory plan): the best of a few runs.
-  double TimeCandidate(ConvCandidate candidate, const OneDnnConvolution* conv) {
+  // The current shape, as cpu_engine_choice.hpp records it.
+  std::string ShapeKey() const {
+    const ConvGeometry& g = geom_;
+    std::ostringstream s;
+    s << "Convolution:" << num_ << ',' << g.channels << ',' << g.height << ',' << g.width << ',' << num_output_ << ','
+      << group_ << ',' << g.kernel_h << ',' << g.kernel_w << ',' << g.pad_h << ',' << g.pad_w << ',' << g.stride_h
+      << ',' << g.stride_w << ',' << g.dilation_h << ',' << g.dilation_w << ',' << (bias_term_ ? 1 : 0);
+    return s.str();
+  }
+
+  // im2col, oneDNN on Cortado's buffers, oneDNN in its own layouts (ChooseEngineByTiming's indices 0, 1, 2).
+  std::vector<EngineCandidate> TimingCandidates() {
+    std::vector<EngineCandidate> candidates{{"im2col", [this](std::string*) { return TimeCandidate(nullptr); }}};
+    for (OneDnnLayout layout : {OneDnnLayout::kPlain, OneDnnLayout::kNative}) {
+      candidates.push_back({layout == OneDnnLayout::kPlain ? "onednn_plain" : "onednn", [this, layout](std::string* why) {
+                              const OneDnnConvolutionPtr conv =
+                                  CreateOneDnnConvolution(num_, num_output_, group_, geom_, bias_term_, layout, why);
+                              return conv ? TimeCandidate(conv.get()) : -1.0;
+                            }});
+    }
+    return candidates;
+  }
+
+  // Milliseconds of one forward and backward (all gradients) of the current shape with oneDNN's
+  // primitives `conv` (null: im2col), on buffers of its own (set-up time, before the memory plan): the
+  // best of a few runs.
+  double TimeCandidate(const OneDnnConvolution* conv) {
     const int64_t x_count = num_ * ImageFloats(), y_count = num_ * OutputFloats();
     std::vector<float> x(x_count), w(blobs_[0]->count()), bias(num_output_), y(y_count), dy(y_count), dx(x_count),
         dw(w.size()), db(bias.size());

@@ -13,14 +13,25 @@
 //   dx = dy · scale^(−beta) − 2 · beta · (alpha / n or alpha / n²) · x · Σ_window dy · y / scale.
 // The scale is a scratch buffer kept from Forward for Backward. Not in place (Backward reads x and y).
 // Each element sums its own window in float, in increasing index order (OpenMP over elements).
+// CPU engines: those loops, or oneDNN's LRN primitives (kernels/onednn.hpp; the scale is then oneDNN's
+// workspace, kept in the same scratch), chosen as Convolution's are: engine CAFFE, engine ONEDNN, else
+// the CPU engine setting, which leaves it to timing (cpu_engine_choice.hpp). They agree up to rounding.
 // GPU: the same per-element window sums as kernels (cuda/lrn.cu).
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cmath>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/kernels/norm.hpp"
+#include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
+#include "cpu_engine_choice.hpp"
 
 namespace cortado {
 
@@ -44,6 +55,12 @@ class LRNLayer : public Layer {
     shape_.coeff = across ? p.alpha() / n : p.alpha() / (n * n);
     shape_.beta = p.beta();
     scale_ = AddStepScratch();
+    if (ctx_.device() == Device::kCPU) {
+      onednn_scratch_ = AddWorkspace();  // oneDNN's scratchpad, inside one call
+      CORTADO_REQUIRE(p.engine() != LRNParameter::ONEDNN || BuiltWithOneDnn(), Describe(),
+                      ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
+                      "CAFFE (or DEFAULT)");
+    }
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -54,40 +71,35 @@ class LRNLayer : public Layer {
     shape_.channels = x.shape(1);
     shape_.height = x.shape(2);
     shape_.width = x.shape(3);
+    // After the memory plan (a Filter upstream changed the batch), the engine chosen at set-up stays.
+    const bool planned = top[0]->data() != nullptr;
     top[0]->ReshapeLike(x);
     scale_->ReshapeLike(x);
+    if (ctx_.device() == Device::kCPU) ChooseCpuEngine(planned);
+  }
+
+  const char* chosen_engine() const override {
+    if (ctx_.device() != Device::kCPU) return nullptr;
+    return onednn_ ? (onednn_layout_ == OneDnnLayout::kNative ? "onednn" : "onednn_plain") : "caffe";
   }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* scale = scale_->data();
-    float* y = top[0]->data();
-    const int64_t count = bottom[0]->count();
-#pragma omp parallel for schedule(static) if (count >= 65536)
-    for (int64_t i = 0; i < count; ++i) {
-      float sum = 0;
-      ForWindow(i, [&](int64_t j) { sum += x[j] * x[j]; });
-      scale[i] = shape_.k + shape_.coeff * sum;
-      y[i] = x[i] * std::pow(scale[i], -shape_.beta);
+    if (onednn_) {
+      OneDnnLrnForward(*onednn_, bottom[0]->data(), top[0]->data(), scale_->data(), onednn_scratch_->data());
+    } else {
+      ForwardLoops(bottom[0]->data(), scale_->data(), top[0]->data());
     }
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = bottom[0]->data();
-    const float* y = top[0]->data();
-    const float* scale = scale_->data();
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    const float factor = 2.0f * shape_.beta * shape_.coeff;
-    const int64_t count = bottom[0]->count();
-#pragma omp parallel for schedule(static) if (count >= 65536)
-    for (int64_t i = 0; i < count; ++i) {
-      float sum = 0;
-      ForWindow(i, [&](int64_t j) { sum += dy[j] * y[j] / scale[j]; });
-      dx[i] = dy[i] * std::pow(scale[i], -shape_.beta) - factor * x[i] * sum;
+    if (onednn_) {
+      OneDnnLrnBackward(*onednn_, bottom[0]->data(), top[0]->diff(), bottom[0]->diff(), scale_->data(),
+                        onednn_scratch_->data());
+    } else {
+      BackwardLoops(bottom[0]->data(), top[0]->data(), scale_->data(), top[0]->diff(), bottom[0]->diff());
     }
   }
 
@@ -103,6 +115,111 @@ class LRNLayer : public Layer {
   }
 
  private:
+  int64_t Count() const { return shape_.num * shape_.channels * shape_.height * shape_.width; }
+
+  void ForwardLoops(const float* x, float* scale, float* y) const {
+    const int64_t count = Count();
+#pragma omp parallel for schedule(static) if (count >= 65536)
+    for (int64_t i = 0; i < count; ++i) {
+      float sum = 0;
+      ForWindow(i, [&](int64_t j) { sum += x[j] * x[j]; });
+      scale[i] = shape_.k + shape_.coeff * sum;
+      y[i] = x[i] * std::pow(scale[i], -shape_.beta);
+    }
+  }
+
+  void BackwardLoops(const float* x, const float* y, const float* scale, const float* dy, float* dx) const {
+    const float factor = 2.0f * shape_.beta * shape_.coeff;
+    const int64_t count = Count();
+#pragma omp parallel for schedule(static) if (count >= 65536)
+    for (int64_t i = 0; i < count; ++i) {
+      float sum = 0;
+      ForWindow(i, [&](int64_t j) { sum += dy[j] * y[j] / scale[j]; });
+      dx[i] = dy[i] * std::pow(scale[i], -shape_.beta) - factor * x[i] * sum;
+    }
+  }
+
+  // ---- CPU: choosing the engine ---------------------------------------------------------------------
+  // Sets onednn_ (null: Cortado's loops) for the current shape: from the prototxt's engine and the CPU
+  // engine setting, timing the two when both leave the choice open. `planned`: the memory plan is made,
+  // and the engine chosen then stays, within the buffers planned for it.
+  void ChooseCpuEngine(bool planned) {
+    const LRNParameter::Engine engine = param_.lrn_param().engine();
+    const CpuEngine setting = CpuEngineSetting();
+    bool use_onednn = BuiltWithOneDnn() && engine != LRNParameter::CAFFE &&
+                      (engine == LRNParameter::ONEDNN || setting != CpuEngine::kIm2col);
+    bool timed = use_onednn && engine != LRNParameter::ONEDNN && setting == CpuEngine::kAuto && !ctx_.plan_only();
+    OneDnnLayout layout = OneDnnLayout::kNative;
+    if (planned) use_onednn = onednn_ != nullptr, timed = false, layout = onednn_layout_;
+    onednn_.reset();
+    onednn_scratch_->Reshape(std::vector<int>{0});
+    if (!use_onednn || Count() == 0) return;
+    if (timed) {
+      const int winner = ChooseEngineByTiming(ShapeKey(), Describe(), TimingCandidates());
+      if (winner == 0) return;
+      layout = winner == 1 ? OneDnnLayout::kPlain : OneDnnLayout::kNative;
+    }
+    std::string why;
+    onednn_ = CreateOneDnnLrn(shape_, layout, &why);
+    onednn_layout_ = layout;
+    if (!onednn_) {
+      CORTADO_REQUIRE(!planned, Describe(), ": oneDNN has no LRN for the new shape (", why, ")");
+      LOG(INFO) << Describe() << ": oneDNN has no LRN for this shape (" << why << "): Cortado's";
+      return;
+    }
+    const size_t scratch = OneDnnLrnScratchBytes(*onednn_), workspace = OneDnnLrnWorkspaceBytes(*onednn_);
+    if (planned)
+      CORTADO_REQUIRE(scratch <= static_cast<size_t>(onednn_scratch_->capacity()) * sizeof(float) &&
+                          workspace <= static_cast<size_t>(scale_->capacity()) * sizeof(float),
+                      Describe(), ": oneDNN needs more memory for the new shape than was planned at set-up; give the "
+                      "layer engine: CAFFE");
+    onednn_scratch_->Reshape(std::vector<int>{FloatsFor(scratch)});
+    scale_->Reshape(std::vector<int>{std::max(static_cast<int>(Count()), FloatsFor(workspace))});
+  }
+
+  static int FloatsFor(size_t bytes) { return static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float)); }
+
+  std::string ShapeKey() const {
+    std::ostringstream s;
+    s << "LRN:" << (shape_.across ? "across," : "within,") << shape_.num << ',' << shape_.channels << ','
+      << shape_.height << ',' << shape_.width << ',' << shape_.size;
+    return s.str();
+  }
+
+  // Cortado's loops, oneDNN on NCHW, oneDNN on channel blocks (ChooseEngineByTiming's indices 0, 1, 2):
+  // forward and backward on buffers of their own (set-up time, before the memory plan).
+  std::vector<EngineCandidate> TimingCandidates() const {
+    const auto input = [this] {
+      std::vector<float> v(Count());
+      FillForTiming(&v);
+      return v;
+    };
+    std::vector<EngineCandidate> candidates{{"caffe", [this, input](std::string*) {
+                                               const std::vector<float> x = input(), dy = input();
+                                               std::vector<float> scale(x.size()), y(x.size()), dx(x.size());
+                                               return BestMilliseconds([&] {
+                                                 ForwardLoops(x.data(), scale.data(), y.data());
+                                                 BackwardLoops(x.data(), y.data(), scale.data(), dy.data(), dx.data());
+                                               });
+                                             }}};
+    for (OneDnnLayout layout : {OneDnnLayout::kPlain, OneDnnLayout::kNative}) {
+      candidates.push_back({layout == OneDnnLayout::kPlain ? "onednn_plain" : "onednn",
+                            [this, input, layout](std::string* why) {
+                              const OneDnnLrnPtr lrn = CreateOneDnnLrn(shape_, layout, why);
+                              if (!lrn) return -1.0;
+                              const std::vector<float> x = input(), dy = input();
+                              std::vector<float> y(x.size()), dx(x.size()),
+                                  workspace(FloatsFor(OneDnnLrnWorkspaceBytes(*lrn))),
+                                  scratch(FloatsFor(OneDnnLrnScratchBytes(*lrn)));
+                              return BestMilliseconds([&] {
+                                OneDnnLrnForward(*lrn, x.data(), y.data(), workspace.data(), scratch.data());
+                                OneDnnLrnBackward(*lrn, x.data(), dy.data(), dx.data(), workspace.data(), scratch.data());
+                              });
+                            }});
+    }
+    return candidates;
+  }
+
   // Calls visit(j) for every element j in the window of element i, in increasing order of j.
   template <typename Visit>
   void ForWindow(int64_t i, Visit visit) const {
@@ -123,7 +240,10 @@ class LRNLayer : public Layer {
   }
 
   LrnShape shape_{};
-  Blob* scale_ = nullptr;  // k + coeff · Σ_window x², like the bottom
+  Blob* scale_ = nullptr;  // k + coeff · Σ_window x², like the bottom; oneDNN's workspace with its engine
+  OneDnnLrnPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
+  OneDnnLayout onednn_layout_ = OneDnnLayout::kNative;
+  Blob* onednn_scratch_ = nullptr;         // CPU: oneDNN's scratchpad (a workspace)
 };
 
 CORTADO_REGISTER_LAYER(LRN, LRNLayer);

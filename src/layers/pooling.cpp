@@ -20,20 +20,34 @@
 //     Caffe runs STOCHASTIC on the GPU only; both devices here share the window arithmetic
 //     (kernels/stochastic_pool.hpp), so they draw the same samples.
 // A window left empty (possible only without padding when stride > kernel) gives y = 0.
+// CPU engines: Cortado's loops (OpenMP over the planes), or oneDNN's primitives (kernels/onednn.hpp)
+// for MAX with no mask top (the argmaxes are oneDNN's own workspace, kept in the mask scratch) and for
+// AVE where no window is cut by the padded border (there oneDNN's divisor, the kernel's size, is
+// Caffe's). Chosen as Convolution's are: engine CAFFE, engine ONEDNN, else the CPU engine setting,
+// which leaves it to timing (cpu_engine_choice.hpp). The two compute the same maxima, and sums alike up
+// to rounding.
 // GPU: kernels/dense.hpp (pooling.cu), the same windows and arithmetic: forward equals the CPU's bit
 // for bit (STOCHASTIC's TEST values up to rounding).
+#include <glog/logging.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <sstream>
+#include <string>
+#include <vector>
 
+#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
+#include "cortado/kernels/onednn.hpp"
 #include "cortado/kernels/stochastic_pool.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/step_inputs.hpp"
+#include "cpu_engine_choice.hpp"
 
 namespace cortado {
 
@@ -98,6 +112,12 @@ class PoolingLayer : public Layer {
     CORTADO_REQUIRE(!stochastic_ || (pad_h_ == 0 && pad_w_ == 0), Describe(),
                     ": padding is implemented only for AVE and MAX pooling, not STOCHASTIC");
     if (max_ && top.size() == 1) mask_ = AddStepScratch();
+    if (ctx_.device() == Device::kCPU) {
+      onednn_scratch_ = AddWorkspace();  // oneDNN's scratchpad, inside one call
+      CORTADO_REQUIRE(p.engine() != PoolingParameter::ONEDNN || BuiltWithOneDnn(), Describe(),
+                      ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
+                      "CAFFE (or DEFAULT)");
+    }
     if (stochastic_) pick_ = AddStepScratch();
     if (stochastic_ && phase() == TRAIN && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
   }
@@ -106,6 +126,7 @@ class PoolingLayer : public Layer {
     const Blob& x = *bottom[0];
     CORTADO_REQUIRE(x.num_axes() == 4, Describe(), ": the bottom must be 4-D (num, channels, height, "
                     "width), got ", x.shape_string());
+    planes_ = Planes(x);
     height_ = x.shape(2);
     width_ = x.shape(3);
     if (global_) {
@@ -115,66 +136,48 @@ class PoolingLayer : public Layer {
     out_h_ = OutputSize("height", height_, kernel_h_, pad_h_, stride_h_);
     out_w_ = OutputSize("width", width_, kernel_w_, pad_w_, stride_w_);
     const std::vector<int> shape{x.shape(0), x.shape(1), out_h_, out_w_};
+    // After the memory plan (a Filter upstream changed the batch), the engine chosen at set-up stays.
+    const bool planned = top[0]->data() != nullptr;
     for (Blob* y : top) y->Reshape(shape);
     if (mask_) mask_->Reshape(shape);
     if (pick_) pick_->Reshape(shape);
+    if (ctx_.device() == Device::kCPU) ChooseCpuEngine(planned);
+  }
+
+  const char* chosen_engine() const override {
+    if (ctx_.device() != Device::kCPU || stochastic_) return nullptr;
+    return onednn_ ? "onednn" : "caffe";
   }
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t planes = static_cast<int64_t>(bottom[0]->shape(0)) * bottom[0]->shape(1);
-    const int64_t in_plane = static_cast<int64_t>(height_) * width_;
-    const int64_t out_plane = static_cast<int64_t>(out_h_) * out_w_;
     const float* x = bottom[0]->data();
     float* y = top[0]->data();
-    float* mask = max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr;
     if (stochastic_) {
-      StochasticForward(planes, x, y);
-      return;
-    }
-    for (int64_t c = 0; c < planes; ++c) {
-      const float* in = x + c * in_plane;
-      float* out = y + c * out_plane;
-      if (max_) {
-        if (kernel_h_ == 2 && kernel_w_ == 2) {
-          MaxPlane<2>(in, out, mask + c * out_plane);
-        } else if (kernel_h_ == 3 && kernel_w_ == 3) {
-          MaxPlane<3>(in, out, mask + c * out_plane);
-        } else {
-          MaxPlane<0>(in, out, mask + c * out_plane);
-        }
-      } else {
-        AvePlane(in, out);
-      }
+      StochasticForward(Planes(*bottom[0]), x, y);
+    } else if (onednn_) {
+      OneDnnPoolingForward(*onednn_, x, y, mask_ ? mask_->data() : nullptr, onednn_scratch_->data());
+    } else {
+      ForwardLoops(Planes(*bottom[0]), x, y, max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr);
     }
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const int64_t planes = static_cast<int64_t>(bottom[0]->shape(0)) * bottom[0]->shape(1);
-    const int64_t in_plane = static_cast<int64_t>(height_) * width_;
-    const int64_t out_plane = static_cast<int64_t>(out_h_) * out_w_;
+    const int64_t planes = Planes(*bottom[0]);
     const float* dy = top[0]->diff();
     float* dx = bottom[0]->diff();
-    cpu_set(bottom[0]->count(), 0.0f, dx);
-    if (stochastic_ && phase() != TRAIN) {
+    if (onednn_) {
+      OneDnnPoolingBackward(*onednn_, dy, dx, mask_ ? mask_->data() : nullptr, onednn_scratch_->data());
+    } else if (stochastic_ && phase() != TRAIN) {
+      cpu_set(bottom[0]->count(), 0.0f, dx);
       StochasticTestBackward(planes, bottom[0]->data(), top[0]->data(), dy, dx);
-      return;
-    }
-    // TRAIN's samples route the gradient as MAX's argmaxes do.
-    const float* mask =
-        max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : stochastic_ ? pick_->data() : nullptr;
-    for (int64_t c = 0; c < planes; ++c) {
-      const float* g = dy + c * out_plane;
-      float* d = dx + c * in_plane;
-      if (mask) {
-        const float* m = mask + c * out_plane;
-        for (int64_t q = 0; q < out_plane; ++q)
-          if (m[q] >= 0) d[static_cast<int64_t>(m[q])] += g[q];
-      } else {
-        AveBackwardPlane(g, d);
-      }
+    } else {
+      // TRAIN's samples route the gradient as MAX's argmaxes do.
+      const float* mask =
+          max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : stochastic_ ? pick_->data() : nullptr;
+      BackwardLoops(planes, dy, mask, dx);
     }
   }
 
@@ -184,7 +187,7 @@ class PoolingLayer : public Layer {
   }
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const PoolShape s = Shape(*bottom[0]);
+    const PoolShape s = Shape();
     if (max_) {
       MaxPoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data(), top.size() > 1 ? top[1]->data() : mask_->data());
     } else if (stochastic_ && phase() == TRAIN) {
@@ -200,7 +203,7 @@ class PoolingLayer : public Layer {
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const PoolShape s = Shape(*bottom[0]);
+    const PoolShape s = Shape();
     if (max_) {
       MaxPoolBackwardGpu(ctx_, s, top[0]->diff(), top.size() > 1 ? top[1]->data() : mask_->data(),
                          bottom[0]->diff());
@@ -222,6 +225,129 @@ class PoolingLayer : public Layer {
     std::mt19937& rng = ctx_.rng();
     const uint64_t high = rng();
     return (high << 32) | rng();
+  }
+
+  static int64_t Planes(const Blob& x) { return static_cast<int64_t>(x.shape(0)) * x.shape(1); }
+
+  // MAX (argmaxes into `mask`) or AVE with Cortado's loops, OpenMP over the planes.
+  void ForwardLoops(int64_t planes, const float* x, float* y, float* mask) const {
+    const int64_t in_plane = static_cast<int64_t>(height_) * width_, out_plane = static_cast<int64_t>(out_h_) * out_w_;
+#pragma omp parallel for schedule(static) if (planes * out_plane >= 16384)
+    for (int64_t c = 0; c < planes; ++c) {
+      const float* in = x + c * in_plane;
+      float* out = y + c * out_plane;
+      if (!max_) {
+        AvePlane(in, out);
+      } else if (kernel_h_ == 2 && kernel_w_ == 2) {
+        MaxPlane<2>(in, out, mask + c * out_plane);
+      } else if (kernel_h_ == 3 && kernel_w_ == 3) {
+        MaxPlane<3>(in, out, mask + c * out_plane);
+      } else {
+        MaxPlane<0>(in, out, mask + c * out_plane);
+      }
+    }
+  }
+
+  // dx = the gradient through the argmaxes or samples in `mask`, or AVE's (mask null).
+  void BackwardLoops(int64_t planes, const float* dy, const float* mask, float* dx) const {
+    const int64_t in_plane = static_cast<int64_t>(height_) * width_, out_plane = static_cast<int64_t>(out_h_) * out_w_;
+#pragma omp parallel for schedule(static) if (planes * in_plane >= 16384)
+    for (int64_t c = 0; c < planes; ++c) {
+      const float* g = dy + c * out_plane;
+      float* d = dx + c * in_plane;
+      std::fill(d, d + in_plane, 0.0f);
+      if (mask) {
+        const float* m = mask + c * out_plane;
+        for (int64_t q = 0; q < out_plane; ++q)
+          if (m[q] >= 0) d[static_cast<int64_t>(m[q])] += g[q];
+      } else {
+        AveBackwardPlane(g, d);
+      }
+    }
+  }
+
+  // ---- CPU: choosing the engine ---------------------------------------------------------------------
+  // Whether oneDNN computes what Caffe does for this layer and shape: MAX without a mask top (oneDNN
+  // keeps its argmaxes its own way), AVE when no window reaches past the padded image on the right or
+  // bottom (Caffe divides a window cut there by its smaller size, oneDNN by the kernel's).
+  bool OneDnnCanRun() const {
+    if (stochastic_ || (max_ && !mask_)) return false;
+    return max_ || ((out_h_ - 1) * stride_h_ + kernel_h_ <= height_ + 2 * pad_h_ &&
+                    (out_w_ - 1) * stride_w_ + kernel_w_ <= width_ + 2 * pad_w_);
+  }
+
+  // Sets onednn_ (null: Cortado's loops) for the current shape: from the prototxt's engine and the CPU
+  // engine setting, timing the two when both leave the choice open. `planned`: the memory plan is made,
+  // and the engine chosen then stays, within the buffers planned for it.
+  void ChooseCpuEngine(bool planned) {
+    const PoolingParameter::Engine engine = param_.pooling_param().engine();
+    const CpuEngine setting = CpuEngineSetting();
+    bool use_onednn = BuiltWithOneDnn() && engine != PoolingParameter::CAFFE && OneDnnCanRun() &&
+                      (engine == PoolingParameter::ONEDNN || setting != CpuEngine::kIm2col);
+    bool timed = use_onednn && engine != PoolingParameter::ONEDNN && setting == CpuEngine::kAuto && !ctx_.plan_only();
+    if (planned) use_onednn = onednn_ != nullptr, timed = false;
+    onednn_.reset();
+    onednn_scratch_->Reshape(std::vector<int>{0});
+    if (!use_onednn || Shape().planes == 0) return;
+    if (timed && ChooseEngineByTiming(ShapeKey(), Describe(), TimingCandidates()) == 0) return;
+    std::string why;
+    onednn_ = CreateOneDnnPooling(Shape(), max_, &why);
+    if (!onednn_) {
+      CORTADO_REQUIRE(!planned, Describe(), ": oneDNN has no pooling for the new shape (", why, ")");
+      LOG(INFO) << Describe() << ": oneDNN has no pooling for this shape (" << why << "): Cortado's";
+      return;
+    }
+    const size_t scratch = OneDnnPoolingScratchBytes(*onednn_), workspace = OneDnnPoolingWorkspaceBytes(*onednn_);
+    if (planned)
+      CORTADO_REQUIRE(scratch <= static_cast<size_t>(onednn_scratch_->capacity()) * sizeof(float) &&
+                          (!mask_ || workspace <= static_cast<size_t>(mask_->capacity()) * sizeof(float)),
+                      Describe(), ": oneDNN needs more memory for the new shape than was planned at set-up; give the "
+                      "layer engine: CAFFE");
+    onednn_scratch_->Reshape(std::vector<int>{FloatsFor(scratch)});
+    if (mask_) mask_->Reshape(std::vector<int>{std::max(static_cast<int>(mask_->count()), FloatsFor(workspace))});
+  }
+
+  static int FloatsFor(size_t bytes) { return static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float)); }
+
+  std::string ShapeKey() const {
+    std::ostringstream s;
+    s << "Pooling:" << (max_ ? "max," : "ave,") << Shape().planes << ',' << height_ << ',' << width_ << ','
+      << kernel_h_ << ',' << kernel_w_ << ',' << pad_h_ << ',' << pad_w_ << ',' << stride_h_ << ',' << stride_w_
+      << ',' << out_h_ << ',' << out_w_;
+    return s.str();
+  }
+
+  // Cortado's loops, oneDNN (ChooseEngineByTiming's indices 0, 1): forward and backward on buffers of their
+  // own (set-up time, before the memory plan).
+  std::vector<EngineCandidate> TimingCandidates() const {
+    const PoolShape s = Shape();
+    const auto buffers = [s] {
+      std::vector<std::vector<float>> b{std::vector<float>(s.planes * s.height * s.width),
+                                        std::vector<float>(s.planes * s.out_h * s.out_w)};
+      FillForTiming(&b[0]);
+      FillForTiming(&b[1]);
+      return b;
+    };
+    return {{"caffe",
+             [this, s, buffers](std::string*) {
+               auto b = buffers();
+               std::vector<float> y(b[1].size()), mask(max_ ? b[1].size() : 0), dx(b[0].size());
+               return BestMilliseconds([&] {
+                 ForwardLoops(s.planes, b[0].data(), y.data(), max_ ? mask.data() : nullptr);
+                 BackwardLoops(s.planes, b[1].data(), max_ ? mask.data() : nullptr, dx.data());
+               });
+             }},
+            {"onednn", [this, s, buffers](std::string* why) {
+               const OneDnnPoolingPtr pool = CreateOneDnnPooling(s, max_, why);
+               if (!pool) return -1.0;
+               auto b = buffers();
+               std::vector<float> y(b[1].size()), dx(b[0].size()),
+                   workspace(FloatsFor(OneDnnPoolingWorkspaceBytes(*pool))), scratch(FloatsFor(OneDnnPoolingScratchBytes(*pool)));
+               return BestMilliseconds([&] {
+                 OneDnnPoolingForward(*pool, b[0].data(), y.data(), workspace.data(), scratch.data());
+                 OneDnnPoolingBackward(*pool, b[1].data(), dx.data(), workspace.data(), scratch.data());
+               });
+             }}};
   }
 
   // STOCHASTIC forward on every plane: TRAIN samples (pick_ holds the indices), TEST weights by the
@@ -274,9 +400,8 @@ class PoolingLayer : public Layer {
     }
   }
 
-  PoolShape Shape(const Blob& x) const {
-    return {static_cast<int64_t>(x.shape(0)) * x.shape(1), height_, width_, out_h_, out_w_, kernel_h_, kernel_w_,
-            pad_h_, pad_w_, stride_h_, stride_w_};
+  PoolShape Shape() const {
+    return {planes_, height_, width_, out_h_, out_w_, kernel_h_, kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_};
   }
 
   int OutputSize(const char* axis, int size, int kernel, int pad, int stride) const {
@@ -389,7 +514,10 @@ class PoolingLayer : public Layer {
   int seed_slot_ = -1;  // GPU, STOCHASTIC, TRAIN: the seed's StepInputs slot (PrepareStep draws it)
   int kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
   int height_ = 0, width_ = 0, out_h_ = 0, out_w_ = 0;
-  Blob* mask_ = nullptr;  // argmax when there is no mask top (MAX only)
+  int64_t planes_ = 0;  // num · channels
+  Blob* mask_ = nullptr;  // argmax when there is no mask top (MAX only); oneDNN's workspace with its engine
+  OneDnnPoolingPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
+  Blob* onednn_scratch_ = nullptr;              // CPU: oneDNN's scratchpad (a workspace)
   Blob* pick_ = nullptr;  // STOCHASTIC: TRAIN the sampled indices, TEST the window sums
 };
 

@@ -11,6 +11,7 @@
 #include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/kernels/onednn.hpp"
+#include "cpu_engines.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {
@@ -259,19 +260,6 @@ TEST(Convolution, UserErrors) {
 // ---- CPU engines ----------------------------------------------------------------------------------
 namespace cortado::test {
 namespace {
-
-// The process's CPU engine for one test, restored after it.
-class CpuEngineScope {
- public:
-  explicit CpuEngineScope(CpuEngine engine) : saved_(CpuEngineSetting()) { SetCpuEngine(engine); }
-  ~CpuEngineScope() { SetCpuEngine(saved_); }
-
- private:
-  CpuEngine saved_;
-};
-
-#define SKIP_WITHOUT_ONEDNN() \
-  if (!BuiltWithOneDnn()) GTEST_SKIP() << "this build has no oneDNN (libdnnl-dev)"
 
 ConvGeometry GeometryOf(const ConvCase& k) {
   ConvGeometry g;

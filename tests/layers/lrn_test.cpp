@@ -2,9 +2,14 @@
 // k, as Caffe's composed sub-layers do), a reference written from the definitions (within: Caffe's
 // square → padded AVE pooling → power → product), gradient checks, and parameter errors.
 #include <cmath>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "cortado/error.hpp"
+#include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
+#include "cpu_engines.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {
@@ -103,24 +108,95 @@ TEST(LRN, MatchesTheDefinitions) {
       {"local_size: 3 alpha: 5e-05 beta: 0.75 norm_region: WITHIN_CHANNEL", 3, 5e-5, 0.75, 1, false, {2, 2, 5, 4}},
       {"local_size: 5 alpha: 1.5 beta: 0.5 k: 3 norm_region: WITHIN_CHANNEL", 5, 1.5, 0.5, 1, false, {1, 2, 6, 7}},
   };
-  for (const Case& c : cases) {
-    SCOPED_TRACE(c.params);
-    LayerFixture f(std::string("type: 'LRN' lrn_param { ") + c.params + " }", {c.shape});
+  for (const std::string& engine : PrototxtCpuEngines()) {
+   for (const Case& c : cases) {
+    SCOPED_TRACE(engine + " " + c.params);
+    LayerFixture f(std::string("type: 'LRN' lrn_param { ") + c.params + " engine: " + engine + " }", {c.shape});
+    EXPECT_STREQ(f.layer().chosen_engine(), engine == "ONEDNN" ? "onednn" : "caffe");  // ONEDNN: channel blocks
     f.FillBottoms(2.0f);
     f.Forward();
     const std::vector<double> y = Reference(f.bottom(0), c.n, c.alpha, c.beta, c.k, c.across);
     for (int64_t i = 0; i < f.top(0).count(); ++i) EXPECT_NEAR(f.top(0).data()[i], y[i], 1e-5) << i;
+   }
   }
 }
 
 TEST(LRN, GradientCheck) {
-  for (const char* params : {"local_size: 5 alpha: 0.5 beta: 0.75", "local_size: 3 alpha: 2 beta: 0.6 k: 2",
-                             "local_size: 3 alpha: 2 beta: 0.75 norm_region: WITHIN_CHANNEL",
-                             "local_size: 5 alpha: 3 beta: 0.5 norm_region: WITHIN_CHANNEL"}) {
-    SCOPED_TRACE(params);
-    LayerFixture f(std::string("type: 'LRN' lrn_param { ") + params + " }", {{2, 6, 4, 3}});
-    f.FillBottoms();
-    CheckGradient(f);
+  for (const std::string& engine : PrototxtCpuEngines())
+    for (const char* params : {"local_size: 5 alpha: 0.5 beta: 0.75", "local_size: 3 alpha: 2 beta: 0.6 k: 2",
+                               "local_size: 3 alpha: 2 beta: 0.75 norm_region: WITHIN_CHANNEL",
+                               "local_size: 5 alpha: 3 beta: 0.5 norm_region: WITHIN_CHANNEL"}) {
+      SCOPED_TRACE(engine + " " + params);
+      LayerFixture f(std::string("type: 'LRN' lrn_param { ") + params + " engine: " + engine + " }", {{2, 6, 4, 3}});
+      f.FillBottoms();
+      CheckGradient(f);
+    }
+}
+
+// The engines on AlexNet's and GoogLeNet's LRN settings at a real size, forward and backward: Cortado's
+// loops, oneDNN on channel blocks (the layer's engine ONEDNN) and oneDNN on NCHW (through the kernel
+// interface) agree up to rounding.
+TEST(LRN, EnginesAgreeOnRealSizes) {
+  SKIP_WITHOUT_ONEDNN();
+  struct Case {
+    const char* params;
+    bool across;
+    int size;
+    float alpha;
+  };
+  for (const Case& c : {Case{"local_size: 5 alpha: 0.0001 beta: 0.75", true, 5, 1e-4f},
+                        Case{"local_size: 3 alpha: 5e-05 beta: 0.75 norm_region: WITHIN_CHANNEL", false, 3, 5e-5f}}) {
+    SCOPED_TRACE(c.params);
+    const std::vector<int> shape{2, 32, 13, 13};
+    std::vector<float> x, dy;
+    std::vector<std::vector<float>> y, dx;
+    for (const char* engine : {"CAFFE", "ONEDNN"}) {
+      LayerFixture f(std::string("type: 'LRN' lrn_param { ") + c.params + " engine: " + engine + " }", {shape});
+      std::mt19937 rng(3);
+      std::normal_distribution<float> normal(0.0f, 20.0f);  // AlexNet's activations: the scale matters
+      for (int64_t i = 0; i < f.bottom(0).count(); ++i) f.bottom(0).data()[i] = normal(rng);
+      f.Forward();
+      for (int64_t i = 0; i < f.top(0).count(); ++i) f.top(0).diff()[i] = normal(rng) / 20;
+      f.Backward();
+      x.assign(f.bottom(0).data(), f.bottom(0).data() + f.bottom(0).count());
+      dy.assign(f.top(0).diff(), f.top(0).diff() + f.top(0).count());
+      y.emplace_back(f.top(0).data(), f.top(0).data() + f.top(0).count());
+      dx.emplace_back(f.bottom(0).diff(), f.bottom(0).diff() + f.bottom(0).count());
+    }
+    const float n = c.across ? c.size : c.size * c.size;
+    const LrnShape s{shape[0], shape[1], shape[2], shape[3], c.size, c.across, 1.0f, c.alpha / n, 0.75f};
+    std::string why;
+    const OneDnnLrnPtr plain = CreateOneDnnLrn(s, OneDnnLayout::kPlain, &why);
+    ASSERT_TRUE(plain) << why;
+    std::vector<float> workspace(OneDnnLrnWorkspaceBytes(*plain) / 4 + 1), scratch(OneDnnLrnScratchBytes(*plain) / 4 + 1);
+    y.emplace_back(x.size()), dx.emplace_back(x.size());
+    OneDnnLrnForward(*plain, x.data(), y[2].data(), workspace.data(), scratch.data());
+    OneDnnLrnBackward(*plain, x.data(), dy.data(), dx[2].data(), workspace.data(), scratch.data());
+    for (int e : {1, 2}) {
+      SCOPED_TRACE(e == 1 ? "channel blocks" : "NCHW");
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(y[0][i], y[e][i], 1e-5f * (1 + std::abs(y[0][i]))) << i;
+      for (size_t i = 0; i < x.size(); ++i) ASSERT_NEAR(dx[0][i], dx[e][i], 1e-5f * (1 + std::abs(dx[0][i]))) << i;
+    }
+  }
+}
+
+// engine CAFFE keeps Cortado's loops, engine ONEDNN takes oneDNN's; otherwise the CPU engine setting
+// decides, timing the two under auto, the same choice for every layer of a shape.
+TEST(LRN, ThePrototxtsEngineThenTheSettingDecide) {
+  const std::vector<int> shape{2, 16, 9, 9};
+  const std::string lrn = "type: 'LRN' lrn_param { local_size: 5 alpha: 0.0001 beta: 0.75 ";
+  for (CpuEngine setting : {CpuEngine::kAuto, CpuEngine::kIm2col, CpuEngine::kOneDnn}) {
+    if (setting == CpuEngine::kOneDnn && !BuiltWithOneDnn()) continue;
+    CpuEngineScope scope(setting);
+    SCOPED_TRACE(CpuEngineName(setting));
+    EXPECT_STREQ(LayerFixture(lrn + "engine: CAFFE }", {shape}).layer().chosen_engine(), "caffe");
+    if (BuiltWithOneDnn()) EXPECT_STREQ(LayerFixture(lrn + "engine: ONEDNN }", {shape}).layer().chosen_engine(), "onednn");
+    LayerFixture chosen(lrn + "}", {shape}), again(lrn + "}", {shape});
+    const std::string engine = chosen.layer().chosen_engine();
+    if (setting == CpuEngine::kIm2col || !BuiltWithOneDnn()) EXPECT_EQ(engine, "caffe");
+    if (setting == CpuEngine::kOneDnn) EXPECT_EQ(engine, "onednn");
+    EXPECT_TRUE(engine == "caffe" || engine == "onednn" || engine == "onednn_plain") << engine;
+    EXPECT_EQ(engine, again.layer().chosen_engine()) << "a shape is timed once: its layers agree";
   }
 }
 

@@ -4,11 +4,16 @@
 // zero, frequencies proportional to the values, reproducible by seed) and the routing of their
 // gradient; and the user errors.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <numeric>
+#include <random>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cortado/error.hpp"
+#include "cpu_engines.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {
@@ -33,12 +38,18 @@ struct PoolCase {
   bool floor_mode;
 };
 
-std::string LayerText(const PoolCase& k) {
+std::string LayerText(const PoolCase& k, const std::string& engine = "DEFAULT") {
   std::ostringstream s;
   s << "type: 'Pooling' pooling_param { pool: " << (k.max ? "MAX" : "AVE") << " kernel_h: " << k.kh
     << " kernel_w: " << k.kw << " pad_h: " << k.ph << " pad_w: " << k.pw << " stride_h: " << k.sh
-    << " stride_w: " << k.sw << (k.floor_mode ? " round_mode: FLOOR" : "") << " }";
+    << " stride_w: " << k.sw << (k.floor_mode ? " round_mode: FLOOR" : "") << " engine: " << engine << " }";
   return s.str();
+}
+
+// Whether oneDNN runs this case (pooling.cpp): MAX without a mask top; AVE when no window reaches
+// past the padded image, where Caffe's divisor is the kernel's size.
+bool OneDnnRuns(const PoolCase& k, int h, int w, int oh, int ow) {
+  return k.max || ((oh - 1) * k.sh + k.kh <= h + 2 * k.ph && (ow - 1) * k.sw + k.kw <= w + 2 * k.pw);
 }
 
 // Direct pooling of one plane, walking the window in padded coordinates. AVE's divisor counts the
@@ -135,19 +146,26 @@ TEST(Pooling, MatchesDirectPooling) {
       {false, 3, 2, 2, 1, 1, 2, true},
   };
   const int n = 2, c = 3, h = 7, w = 8;
-  for (const PoolCase& k : cases) {
-    SCOPED_TRACE(LayerText(k));
-    LayerFixture f(LayerText(k), {{n, c, h, w}});
+  int onednn_cases = 0;
+  for (const std::string& engine : PrototxtCpuEngines()) {
+   for (const PoolCase& k : cases) {
+    SCOPED_TRACE(LayerText(k, engine));
+    LayerFixture f(LayerText(k, engine), {{n, c, h, w}});
     FillDistinct(f.bottom(0), 5);
     f.Forward();
     const int oh = f.top(0).shape(2), ow = f.top(0).shape(3);
+    const bool onednn = engine == "ONEDNN" && OneDnnRuns(k, h, w, oh, ow);
+    EXPECT_STREQ(f.layer().chosen_engine(), onednn ? "onednn" : "caffe");
+    onednn_cases += onednn;
     for (int p = 0; p < n * c; ++p)
       for (int y = 0; y < oh; ++y)
         for (int x = 0; x < ow; ++x)
           ASSERT_NEAR(f.top(0).data()[(p * oh + y) * ow + x],
                       DirectPool(k, f.bottom(0).data() + p * h * w, h, w, y, x), 1e-5)
               << "plane " << p << " output " << y << "," << x;
+   }
   }
+  if (BuiltWithOneDnn()) EXPECT_GE(onednn_cases, 10);
 }
 
 TEST(Pooling, KernelWiderThanTheInput) {
@@ -193,20 +211,83 @@ TEST(Pooling, MaxGradientCheck) {
   }
 }
 
+// Without a mask top oneDNN may run MAX (with engine ONEDNN, it does).
 TEST(Pooling, MaxWithoutMaskTopGradientCheck) {
-  LayerFixture f("type: 'Pooling' pooling_param { pool: MAX kernel_size: 2 stride: 2 }", {{2, 3, 4, 6}});
-  FillDistinct(f.bottom(0), 4);
-  CheckGradient(f);
+  for (const std::string& engine : PrototxtCpuEngines())
+    for (const char* text : {"kernel_size: 2 stride: 2", "kernel_size: 3 stride: 2 pad: 1"}) {
+      SCOPED_TRACE(engine + " " + text);
+      LayerFixture f("type: 'Pooling' pooling_param { pool: MAX " + std::string(text) + " engine: " + engine + " }",
+                     {{2, 3, 5, 6}});
+      EXPECT_STREQ(f.layer().chosen_engine(), engine == "ONEDNN" ? "onednn" : "caffe");
+      FillDistinct(f.bottom(0), 4);
+      CheckGradient(f);
+    }
 }
 
 TEST(Pooling, AveGradientCheck) {
-  for (const char* text : {"pool: AVE kernel_size: 3 stride: 2", "pool: AVE kernel_size: 3 stride: 2 pad: 1",
-                           "pool: AVE kernel_h: 3 kernel_w: 2 stride: 2 pad_h: 2 pad_w: 1 round_mode: FLOOR",
-                           "pool: AVE global_pooling: true"}) {
+  for (const std::string& engine : PrototxtCpuEngines())
+    for (const char* text : {"pool: AVE kernel_size: 3 stride: 2", "pool: AVE kernel_size: 3 stride: 2 pad: 1",
+                             "pool: AVE kernel_h: 3 kernel_w: 2 stride: 2 pad_h: 2 pad_w: 1 round_mode: FLOOR",
+                             "pool: AVE global_pooling: true"}) {
+      SCOPED_TRACE(engine + " " + text);
+      LayerFixture f("type: 'Pooling' pooling_param { " + std::string(text) + " engine: " + engine + " }",
+                     {{2, 2, 6, 5}});
+      f.FillBottoms();
+      CheckGradient(f);
+    }
+}
+
+// The two engines on real-sized planes with ties (ReLU's zeros): the same maxima, the gradient routed
+// to the first of equal values in both, and AVE's sums alike up to rounding.
+TEST(Pooling, EnginesAgreeOnTiesAndLargePlanes) {
+  SKIP_WITHOUT_ONEDNN();
+  for (const char* text : {"pool: MAX kernel_size: 3 stride: 2", "pool: MAX kernel_size: 2 stride: 2",
+                           "pool: MAX kernel_size: 3 stride: 1 pad: 1", "pool: AVE kernel_size: 3 stride: 1 pad: 1",
+                           "pool: AVE kernel_size: 7 stride: 1", "pool: AVE global_pooling: true"}) {
     SCOPED_TRACE(text);
-    LayerFixture f(std::string("type: 'Pooling' pooling_param { ") + text + " }", {{2, 2, 6, 5}});
-    f.FillBottoms();
-    CheckGradient(f);
+    std::vector<std::vector<float>> y, dx;
+    for (const char* engine : {"CAFFE", "ONEDNN"}) {
+      LayerFixture f("type: 'Pooling' pooling_param { " + std::string(text) + " engine: " + engine + " }",
+                     {{4, 16, 15, 15}});
+      ASSERT_STREQ(f.layer().chosen_engine(), engine[0] == 'C' ? "caffe" : "onednn");
+      std::mt19937 rng(11);
+      std::normal_distribution<float> normal;
+      for (int64_t i = 0; i < f.bottom(0).count(); ++i) f.bottom(0).data()[i] = std::max(0.0f, normal(rng));
+      f.Forward();
+      for (int64_t i = 0; i < f.top(0).count(); ++i) f.top(0).diff()[i] = normal(rng);
+      f.Backward();
+      y.emplace_back(f.top(0).data(), f.top(0).data() + f.top(0).count());
+      dx.emplace_back(f.bottom(0).diff(), f.bottom(0).diff() + f.bottom(0).count());
+    }
+    for (size_t i = 0; i < y[0].size(); ++i) ASSERT_NEAR(y[0][i], y[1][i], 1e-6f * (1 + std::abs(y[0][i]))) << i;
+    for (size_t i = 0; i < dx[0].size(); ++i) ASSERT_NEAR(dx[0][i], dx[1][i], 1e-5f * (1 + std::abs(dx[0][i]))) << i;
+  }
+}
+
+// engine CAFFE keeps Cortado's loops; engine ONEDNN takes oneDNN where it computes what Caffe does,
+// else Cortado's (the mask top, STOCHASTIC, an AVE window cut by the border); otherwise the CPU engine
+// setting decides, timing the two under auto, the same choice for every layer of a shape.
+TEST(Pooling, ThePrototxtsEngineThenTheSettingDecide) {
+  const std::vector<int> shape{2, 8, 12, 12};
+  const std::string max = "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 ";
+  for (CpuEngine setting : {CpuEngine::kAuto, CpuEngine::kIm2col, CpuEngine::kOneDnn}) {
+    if (setting == CpuEngine::kOneDnn && !BuiltWithOneDnn()) continue;
+    CpuEngineScope scope(setting);
+    SCOPED_TRACE(CpuEngineName(setting));
+    EXPECT_STREQ(LayerFixture(max + "engine: CAFFE }", {shape}).layer().chosen_engine(), "caffe");
+    EXPECT_STREQ(LayerFixture(max + "engine: ONEDNN }", {shape}, 2).layer().chosen_engine(), "caffe");
+    EXPECT_STREQ(LayerFixture("type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 engine: ONEDNN }",
+                              {{1, 1, 6, 6}}).layer().chosen_engine(), "caffe");  // the last window is cut
+    EXPECT_EQ(LayerFixture("type: 'Pooling' phase: TEST pooling_param { pool: STOCHASTIC kernel_size: 2 stride: 2 }",
+                           {shape}).layer().chosen_engine(), nullptr);
+    if (BuiltWithOneDnn()) EXPECT_STREQ(LayerFixture(max + "engine: ONEDNN }", {shape}).layer().chosen_engine(), "onednn");
+    LayerFixture chosen(max + "}", {shape}), again(max + "}", {shape});
+    const std::string engine = chosen.layer().chosen_engine();
+    EXPECT_EQ(engine, setting == CpuEngine::kIm2col || !BuiltWithOneDnn() ? "caffe"
+                      : setting == CpuEngine::kOneDnn                      ? "onednn"
+                                                                          : engine);
+    EXPECT_TRUE(engine == "caffe" || engine == "onednn") << engine;
+    EXPECT_EQ(engine, again.layer().chosen_engine()) << "a shape is timed once: its layers agree";
   }
 }
 

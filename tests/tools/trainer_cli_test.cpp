@@ -180,17 +180,19 @@ TEST(TrainerCli, CpuEngineAndThreadsFlags) {
   const std::string net = dir + "/conv.prototxt";
   std::ofstream(net) << R"(
     layer { name: "in" type: "DummyData" top: "x" top: "y"
-            dummy_data_param { data_filler { type: "gaussian" } shape { dim: 2 dim: 3 dim: 8 dim: 8 } shape { dim: 2 dim: 4 dim: 6 dim: 6 } } }
+            dummy_data_param { data_filler { type: "gaussian" } shape { dim: 2 dim: 3 dim: 8 dim: 8 } shape { dim: 2 dim: 4 dim: 3 dim: 3 } } }
     layer { name: "c" type: "Convolution" bottom: "x" top: "z" convolution_param { num_output: 4 kernel_size: 3 weight_filler { type: "xavier" } } }
-    layer { name: "loss" type: "EuclideanLoss" bottom: "z" bottom: "y" top: "loss" }
+    layer { name: "p" type: "Pooling" bottom: "z" top: "q" pooling_param { pool: MAX kernel_size: 2 stride: 2 } }
+    layer { name: "loss" type: "EuclideanLoss" bottom: "q" bottom: "y" top: "loss" }
   )";
-  std::vector<std::pair<std::string, std::string>> cases{{"im2col", "Convolution engines: im2col 1"}};
-  if (BuiltWithOneDnn()) cases.push_back({"onednn", "Convolution engines: onednn 1"});
-  for (const auto& [engine, line] : cases) {
+  std::vector<std::pair<std::string, std::vector<std::string>>> cases{
+      {"im2col", {"Convolution engines: im2col 1", "Pooling engines: caffe 1"}}};
+  if (BuiltWithOneDnn()) cases.push_back({"onednn", {"Convolution engines: onednn 1", "Pooling engines: onednn 1"}});
+  for (const auto& [engine, lines] : cases) {
     const auto time = RunCommand(ToolPath("trainer") + " time --cpu_engine=" + engine + " --threads=1 --model=" + net +
                                  " --iterations=1");
     ASSERT_EQ(time.exit_code, 0) << time.err;
-    EXPECT_NE(time.err.find(line), std::string::npos) << line << "\n" << time.err;
+    for (const std::string& line : lines) EXPECT_NE(time.err.find(line), std::string::npos) << line << "\n" << time.err;
   }
   for (const std::string bad : {"--cpu_engine=fast", "--threads=-2"}) {
     const auto r = RunCommand(ToolPath("trainer") + " time " + bad + " --model=" + net);
@@ -207,14 +209,18 @@ TEST(TrainerCli, CpuEngineAndThreadsFlags) {
     const auto first = RunCommand(command);
     ASSERT_EQ(first.exit_code, 0) << first.err;
     EXPECT_NE(first.err.find("layer c (Convolution): forward + backward im2col "), std::string::npos) << first.err;
-    std::ifstream recorded(cache + "/cpu_convolution_engines.txt");
-    std::string machine, shape, engine;
-    ASSERT_TRUE(recorded >> machine >> shape >> engine);
-    EXPECT_EQ(shape, "2,3,8,8,4,1,3,3,0,0,1,1,1,1,1");
+    EXPECT_NE(first.err.find("layer p (Pooling): forward + backward caffe "), std::string::npos) << first.err;
+    std::ifstream recorded(cache + "/cpu_engines.txt");
+    std::string machine, shape, engine, pool_machine, pool_shape, pool_engine;
+    ASSERT_TRUE(recorded >> machine >> shape >> engine >> pool_machine >> pool_shape >> pool_engine);
+    EXPECT_EQ(shape, "Convolution:2,3,8,8,4,1,3,3,0,0,1,1,1,1,1");
+    EXPECT_EQ(pool_shape, "Pooling:max,8,6,6,2,2,0,0,2,2,3,3");
+    EXPECT_EQ(pool_machine, machine);
     const auto second = RunCommand(command);
     ASSERT_EQ(second.exit_code, 0) << second.err;
     EXPECT_NE(second.err.find("layer c (Convolution): " + engine + ", as timed before"), std::string::npos) << second.err;
     EXPECT_NE(second.err.find("Convolution engines: " + engine + " 1"), std::string::npos) << second.err;
+    EXPECT_NE(second.err.find("layer p (Pooling): " + pool_engine + ", as timed before"), std::string::npos) << second.err;
   }
   const auto query = RunCommand(ToolPath("trainer") + " device_query");
   ASSERT_EQ(query.exit_code, 0) << query.err;

@@ -13,22 +13,17 @@
 #include <unordered_map>
 #include <vector>
 
-#include "cortado/kernels/onednn.hpp"
+#include "onednn_common.hpp"
 
 namespace cortado {
 
 namespace {
 
 using dnnl::memory;
+using onednn::Aligned;
+using onednn::Unbound;
 using Tag = memory::format_tag;
-
-const dnnl::engine& Engine() {
-  static const dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-  return engine;
-}
-
-constexpr size_t kAlign = 64;
-size_t Aligned(size_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+const dnnl::engine& Engine() { return onednn::CpuEngine(); }
 
 // A buffer of a call: Cortado's own (plain layout), or a region of the scratch in oneDNN's layout.
 struct Operand {
@@ -103,30 +98,27 @@ void Unbind(const dnnl::stream& stream, Operand& op) {
   if (op.reordered && op.out) op.out->execute(const_cast<dnnl::stream&>(stream), op.native, op.plain);
 }
 
-memory Unbound(const memory::desc& desc) { return memory(desc, Engine(), DNNL_MEMORY_NONE); }
-
 }  // namespace
 
 OneDnnConvolutionPtr CreateOneDnnConvolution(int num, int num_output, int group, const ConvGeometry& g, bool bias,
-                                             OneDnnLayout layout, std::string* why) {
+                                             OneDnnLayout layout, std::string* why, OneDnnDataType type) {
   using Dims = memory::dims;
-  const auto f32 = memory::data_type::f32;
+  const auto element = onednn::DataTypeOf(type);
   const Dims x_dims{num, g.channels, g.height, g.width}, y_dims{num, num_output, g.out_h(), g.out_w()},
       b_dims{num_output};
   const Dims w_dims = group == 1 ? Dims{num_output, g.channels, g.kernel_h, g.kernel_w}
                                  : Dims{group, num_output / group, g.channels / group, g.kernel_h, g.kernel_w};
-  const memory::desc x_plain(x_dims, f32, Tag::nchw), y_plain(y_dims, f32, Tag::nchw),
-      w_plain(w_dims, f32, group == 1 ? Tag::oihw : Tag::goihw), b_plain(b_dims, f32, Tag::x);
+  const memory::desc x_plain(x_dims, element, Tag::nchw), y_plain(y_dims, element, Tag::nchw),
+      w_plain(w_dims, element, group == 1 ? Tag::oihw : Tag::goihw), b_plain(b_dims, element, Tag::x);
   const bool native = layout == OneDnnLayout::kNative;
-  const memory::desc x_want = native ? memory::desc(x_dims, f32, Tag::any) : x_plain;
-  const memory::desc y_want = native ? memory::desc(y_dims, f32, Tag::any) : y_plain;
-  const memory::desc w_want = native ? memory::desc(w_dims, f32, Tag::any) : w_plain;
+  const memory::desc x_want = native ? memory::desc(x_dims, element, Tag::any) : x_plain;
+  const memory::desc y_want = native ? memory::desc(y_dims, element, Tag::any) : y_plain;
+  const memory::desc w_want = native ? memory::desc(w_dims, element, Tag::any) : w_plain;
   const memory::desc b_want = bias ? b_plain : memory::desc();
   const Dims strides{g.stride_h, g.stride_w}, dilates{g.dilation_h - 1, g.dilation_w - 1}, pad{g.pad_h, g.pad_w};
   const auto direct = dnnl::algorithm::convolution_direct;
   try {
-    dnnl::primitive_attr attr;
-    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    const dnnl::primitive_attr attr = onednn::UserScratchpad();
     const dnnl::convolution_forward::primitive_desc fwd(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, direct, x_want, w_want, b_want, y_want,
                                         strides, dilates, pad, pad),
@@ -197,12 +189,12 @@ std::string OneDnnConvolutionImplementation(const OneDnnConvolution& conv) { ret
 
 // The primitives and reorders are fixed at creation; a call only points the memory objects at its
 // buffers, hence the const_casts.
-void OneDnnConvolutionForward(const OneDnnConvolution& const_conv, const float* x, const float* w, const float* bias,
-                              float* y, void* scratch) {
+void OneDnnConvolutionForward(const OneDnnConvolution& const_conv, const void* x, const void* w, const void* bias,
+                              void* y, void* scratch) {
   auto& c = const_cast<OneDnnConvolution&>(const_conv);
   char* s = static_cast<char*>(scratch);
   c.forward_scratchpad.set_data_handle(s);
-  if (c.has_bias) c.bias.set_data_handle(const_cast<float*>(bias));
+  if (c.has_bias) c.bias.set_data_handle(const_cast<void*>(bias));
   Bind(c.stream, c.fx, x, s, true);
   Bind(c.stream, c.fw, w, s, true);
   Bind(c.stream, c.fy, y, s, false);
@@ -211,8 +203,8 @@ void OneDnnConvolutionForward(const OneDnnConvolution& const_conv, const float* 
   c.stream.wait();
 }
 
-void OneDnnConvolutionBackward(const OneDnnConvolution& const_conv, const float* x, const float* w, const float* dy,
-                               float* dw, float* db, float* dx, void* scratch) {
+void OneDnnConvolutionBackward(const OneDnnConvolution& const_conv, const void* x, const void* w, const void* dy,
+                               void* dw, void* db, void* dx, void* scratch) {
   auto& c = const_cast<OneDnnConvolution&>(const_conv);
   char* s = static_cast<char*>(scratch);
   if (dx) {

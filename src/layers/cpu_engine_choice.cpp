@@ -1,6 +1,6 @@
-// conv_engine_choice.cpp — timing a convolution shape's CPU engines, and remembering the winner (see
-// the header).
-#include "conv_engine_choice.hpp"
+// cpu_engine_choice.cpp — timing a CPU layer shape's engines, and remembering the winner (see the
+// header).
+#include "cpu_engine_choice.hpp"
 
 #include <fcntl.h>
 #include <glog/logging.h>
@@ -24,20 +24,6 @@ namespace cortado {
 
 namespace {
 
-const char* CandidateName(ConvCandidate c) {
-  switch (c) {
-    case ConvCandidate::kOneDnnPlain: return "onednn_plain";
-    case ConvCandidate::kOneDnnNative: return "onednn";
-    default: return "im2col";
-  }
-}
-
-bool CandidateNamed(const std::string& name, ConvCandidate* candidate) {
-  for (ConvCandidate c : {ConvCandidate::kIm2col, ConvCandidate::kOneDnnPlain, ConvCandidate::kOneDnnNative})
-    if (name == CandidateName(c)) return *candidate = c, true;
-  return false;
-}
-
 // What the timing depends on besides the shape: the CPU, oneDNN's code for it and the threads. No
 // spaces: it is the first field of a line of the file.
 std::string MachineKey() {
@@ -45,15 +31,6 @@ std::string MachineKey() {
   for (char& c : key)
     if (c == ' ') c = '_';
   return key;
-}
-
-std::string ShapeKey(const ConvShapeKey& k) {
-  const ConvGeometry& g = k.geom;
-  std::ostringstream s;
-  s << k.num << ',' << g.channels << ',' << g.height << ',' << g.width << ',' << k.num_output << ',' << k.group << ','
-    << g.kernel_h << ',' << g.kernel_w << ',' << g.pad_h << ',' << g.pad_w << ',' << g.stride_h << ',' << g.stride_w
-    << ',' << g.dilation_h << ',' << g.dilation_w << ',' << (k.bias ? 1 : 0);
-  return s.str();
 }
 
 // The file of earlier processes' choices: $CORTADO_CACHE_DIR, else $XDG_CACHE_HOME/cortado, else
@@ -69,17 +46,21 @@ std::string ChoicesFile() {
   } else {
     return "";
   }
-  return (dir / "cpu_convolution_engines.txt").string();
+  return (dir / "cpu_engines.txt").string();
 }
 
-// The choice a line of the file records for (machine, shape), if any. Lines are
-// "<machine> <shape> <engine>"; a line cut short (a process killed while writing) is skipped.
-bool FindChoice(std::istream& in, const std::string& machine, const std::string& shape, ConvCandidate* candidate) {
+// The index of the candidate a line of the file records for (machine, shape), if any. Lines are
+// "<machine> <shape> <engine>"; a line cut short (a process killed while writing) is skipped, and so is
+// one naming an engine this build has no candidate of.
+bool FindChoice(std::istream& in, const std::string& machine, const std::string& shape,
+                const std::vector<EngineCandidate>& candidates, int* index) {
   std::string line;
   while (std::getline(in, line)) {
     std::istringstream fields(line);
     std::string m, s, e;
-    if (fields >> m >> s >> e && m == machine && s == shape && CandidateNamed(e, candidate)) return true;
+    if (!(fields >> m >> s >> e) || m != machine || s != shape) continue;
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (candidates[i].name == e) return *index = static_cast<int>(i), true;
   }
   return false;
 }
@@ -96,13 +77,14 @@ class LockedChoices {
   }
   ~LockedChoices() { Close(); }
   bool is_open() const { return fd_ >= 0; }
-  bool Find(const std::string& machine, const std::string& shape, ConvCandidate* candidate) const {
+  bool Find(const std::string& machine, const std::string& shape, const std::vector<EngineCandidate>& candidates,
+            int* index) const {
     std::ifstream in("/proc/self/fd/" + std::to_string(fd_));
-    return FindChoice(in, machine, shape, candidate);
+    return FindChoice(in, machine, shape, candidates, index);
   }
   void Append(const std::string& line) const {
     if (write(fd_, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-      LOG(WARNING) << "could not record a convolution engine choice: " << std::strerror(errno);
+      LOG(WARNING) << "could not record a CPU engine choice: " << std::strerror(errno);
   }
 
  private:
@@ -115,44 +97,49 @@ class LockedChoices {
 
 }  // namespace
 
-ConvCandidate ChooseConvEngine(const ConvShapeKey& key, const std::string& who, const ConvEngineTimer& timer) {
+int ChooseEngineByTiming(const std::string& shape, const std::string& who, const std::vector<EngineCandidate>& candidates) {
   static std::mutex mutex;
-  static std::map<std::string, ConvCandidate> chosen;  // this process's, by machine and shape
+  static std::map<std::string, std::string> chosen;  // this process's engine names, by machine and shape
   std::lock_guard<std::mutex> lock(mutex);
-  const std::string machine = MachineKey(), shape = ShapeKey(key), both = machine + " " + shape;
-  if (auto it = chosen.find(both); it != chosen.end()) return it->second;
-  ConvCandidate best = ConvCandidate::kIm2col;
+  const std::string machine = MachineKey(), both = machine + " " + shape;
+  const auto index_of = [&candidates](const std::string& name) {
+    for (size_t i = 0; i < candidates.size(); ++i)
+      if (candidates[i].name == name) return static_cast<int>(i);
+    return 0;
+  };
+  if (auto it = chosen.find(both); it != chosen.end()) return index_of(it->second);
+  int best = 0;
   const std::string path = ChoicesFile();
   {
     const LockedChoices file(path);
-    if (file.is_open() && file.Find(machine, shape, &best)) {
-      VLOG(1) << who << ": " << CandidateName(best) << ", as timed before (" << path << ")";
-      return chosen[both] = best;
+    if (file.is_open() && file.Find(machine, shape, candidates, &best)) {
+      VLOG(1) << who << ": " << candidates[best].name << ", as timed before (" << path << ")";
+      chosen[both] = candidates[best].name;
+      return best;
     }
   }
   // Timed without holding the file, so that other processes are not kept waiting.
-  double best_ms = timer(ConvCandidate::kIm2col, nullptr);
   std::ostringstream times;
-  times << "im2col " << best_ms << " ms";
-  for (ConvCandidate candidate : {ConvCandidate::kOneDnnPlain, ConvCandidate::kOneDnnNative}) {
+  double best_ms = -1;
+  for (size_t i = 0; i < candidates.size(); ++i) {
     std::string why;
-    const OneDnnLayout layout = candidate == ConvCandidate::kOneDnnPlain ? OneDnnLayout::kPlain : OneDnnLayout::kNative;
-    const OneDnnConvolutionPtr conv =
-        CreateOneDnnConvolution(key.num, key.num_output, key.group, key.geom, key.bias, layout, &why);
-    if (!conv) {
-      times << ", " << CandidateName(candidate) << " unavailable (" << why << ")";
+    const double ms = candidates[i].time(&why);
+    times << (i ? ", " : "") << candidates[i].name;
+    if (ms < 0) {
+      times << " unavailable (" << why << ")";
       continue;
     }
-    const double ms = timer(candidate, conv.get());
-    times << ", " << CandidateName(candidate) << " " << ms << " ms";
-    if (ms < best_ms) best = candidate, best_ms = ms;
+    times << " " << ms << " ms";
+    if (best_ms < 0 || ms < best_ms) best = static_cast<int>(i), best_ms = ms;
   }
   // Another process may have timed the same shape meanwhile: the first choice recorded stands, so that
   // every run on this machine computes alike (a resumed run as the run it continues).
   const LockedChoices file(path);
-  if (file.is_open() && !file.Find(machine, shape, &best)) file.Append(both + " " + CandidateName(best) + "\n");
-  VLOG(1) << who << ": forward + backward " << times.str() << ": " << CandidateName(best);
-  return chosen[both] = best;
+  if (file.is_open() && !file.Find(machine, shape, candidates, &best))
+    file.Append(both + " " + candidates[best].name + "\n");
+  VLOG(1) << who << ": forward + backward " << times.str() << ": " << candidates[best].name;
+  chosen[both] = candidates[best].name;
+  return best;
 }
 
 double BestMilliseconds(const std::function<void()>& run) {

@@ -1,0 +1,36 @@
+// cpu_engine_choice.hpp — choosing a CPU layer's engine by timing, as cuDNN's Find does on the GPU:
+// Cortado's own loops (im2col for Convolution) against oneDNN's primitives, for Convolution, Pooling
+// and LRN.
+//
+// A shape is timed once per machine (CPU model, oneDNN's instruction set, threads): the winner is
+// recorded in $CORTADO_CACHE_DIR/cpu_engines.txt (default ~/.cache/cortado/, or
+// $XDG_CACHE_HOME/cortado/), one line per layer type and shape, the first recorded standing. So later
+// layers, nets and processes of the same shape compute alike: a resumed run continues bit for bit as
+// the run it resumes. Delete the file to time again (after moving a machine's workload, say); without
+// a writable cache folder, choices last one process.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cortado {
+
+// An engine that may run a shape: its name (as logged and recorded) and its timing, the milliseconds
+// of one forward and backward, or a negative value when it cannot run the shape (the reason in *why).
+struct EngineCandidate {
+  std::string name;
+  std::function<double(std::string* why)> time;
+};
+
+// The index in `candidates` of the engine recorded for `shape` (the layer type and its dimensions, no
+// spaces: "Pooling:8,64,112,112,..."), else of the fastest (each timed once, the times logged at
+// verbosity 1 under `who`), recorded. Candidate 0, Cortado's own, can run every shape.
+int ChooseEngineByTiming(const std::string& shape, const std::string& who, const std::vector<EngineCandidate>& candidates);
+
+// The best of a few timed runs of `run` after an untimed one (fewer when a run is slow), in ms.
+double BestMilliseconds(const std::function<void()>& run);
+// Fills a timing buffer with small values of both signs (no zeros or denormals to flatter an engine).
+void FillForTiming(std::vector<float>* values);
+
+}  // namespace cortado
