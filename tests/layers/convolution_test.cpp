@@ -5,6 +5,8 @@
 // (cpu_engine.hpp): oneDNN in its native and plain layouts against the same loops, and which engine the
 // prototxt's engine and the process's setting give.
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <set>
 #include <sstream>
 
@@ -322,6 +324,47 @@ TEST(ConvolutionEngines, OneDnnLayoutsMatchDirectConvolutionAndAccumulate) {
         if (k.bias)
           for (int m = 0; m < k.m; ++m) ASSERT_NEAR(db[m], pass * db_ref[m], 1e-3 * (1 + std::abs(pass * db_ref[m])));
       }
+    }
+  }
+}
+
+// The engine's primitives take an element type: bf16 storage (what mixed precision will use on CPUs
+// with AVX-512 BF16 or AMX) computes the convolution of the bf16-rounded values, to bf16's precision.
+TEST(ConvolutionEngines, OneDnnRunsOnBf16Storage) {
+  SKIP_WITHOUT_ONEDNN();
+  const auto to_bf16 = [](float f) {  // round to nearest even
+    uint32_t bits;
+    std::memcpy(&bits, &f, 4);
+    return static_cast<uint16_t>((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+  };
+  const auto from_bf16 = [](uint16_t h) {
+    const uint32_t bits = uint32_t{h} << 16;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  };
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  for (OneDnnLayout layout : {OneDnnLayout::kPlain, OneDnnLayout::kNative}) {
+    const ConvCase& k = kCases[7];
+    SCOPED_TRACE(OneDnnLayoutName(layout));
+    std::string why;
+    const OneDnnConvolutionPtr conv =
+        CreateOneDnnConvolution(k.n, k.m, k.group, GeometryOf(k), k.bias, layout, &why, OneDnnDataType::kBFloat16);
+    if (!conv) GTEST_SKIP() << "oneDNN has no bf16 convolution on this CPU: " << why;
+    const ConvGeometry g = GeometryOf(k);
+    const int64_t x_count = int64_t{k.n} * k.c * k.h * k.w, y_count = int64_t{k.n} * k.m * g.out_size();
+    std::vector<uint16_t> x(x_count), w(int64_t{k.m} * k.c * k.kh * k.kw), b(k.m), y(y_count);
+    for (auto* v : {&x, &w, &b})
+      for (uint16_t& e : *v) e = to_bf16(normal(rng));
+    std::vector<double> y_ref(y_count, 0.0);
+    ForEachTerm(k, [&](int64_t xi, int64_t wi, int64_t yi) { y_ref[yi] += double(from_bf16(x[xi])) * from_bf16(w[wi]); });
+    std::vector<char> scratch(OneDnnConvolutionScratchBytes(*conv) + 64);
+    void* s = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
+    OneDnnConvolutionForward(*conv, x.data(), w.data(), b.data(), y.data(), s);
+    for (int64_t i = 0; i < y_count; ++i) {
+      const double expected = y_ref[i] + from_bf16(b[i / g.out_size() % k.m]);
+      ASSERT_NEAR(from_bf16(y[i]), expected, 1e-2 * (1 + std::abs(expected))) << i;
     }
   }
 }
