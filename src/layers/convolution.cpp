@@ -40,7 +40,6 @@
 #include <string>
 #include <vector>
 
-#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
 #include "cortado/gpu.hpp"
@@ -109,10 +108,7 @@ class ConvolutionLayer : public Layer {
     dw_partial_ = AddCallScratch();
     // oneDNN's scratchpads and reordered data matter only inside a call: the net's one workspace region.
     if (ctx_.device() == Device::kCPU) onednn_scratch_ = AddWorkspace();
-    if (ctx_.device() == Device::kCPU)
-      CORTADO_REQUIRE(p.engine() != ConvolutionParameter::ONEDNN || BuiltWithOneDnn(), Describe(),
-                      ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
-                      "CAFFE (or DEFAULT)");
+    if (ctx_.device() == Device::kCPU) RequireOneDnnWhereAsked(p.engine() == ConvolutionParameter::ONEDNN, Describe());
     if (ctx_.device() == Device::kGPU) workspace_ = AddWorkspace();
     if (ctx_.device() == Device::kGPU && p.engine() != ConvolutionParameter::CAFFE) {
       if (BuiltWithCudnn()) {
@@ -169,7 +165,7 @@ class ConvolutionLayer : public Layer {
     dw_partial_->Reshape(std::vector<int>{im2col ? static_cast<int>(DwPartialFloats()) : 0});
     const size_t scratch_bytes = im2col ? 0 : OneDnnConvolutionScratchBytes(*onednn_);
     CHECK_LE(scratch_bytes / sizeof(float), size_t{INT32_MAX}) << Describe() << ": oneDNN scratch too large";
-    onednn_scratch_->Reshape(std::vector<int>{static_cast<int>((scratch_bytes + sizeof(float) - 1) / sizeof(float))});
+    onednn_scratch_->Reshape(std::vector<int>{FloatsFor(scratch_bytes)});
   }
 
   const char* chosen_engine() const override {
@@ -363,11 +359,9 @@ class ConvolutionLayer : public Layer {
   // Sets onednn_ (null for im2col) for the current shape: from the prototxt's engine and the CPU engine
   // setting, timing the candidates when both leave the choice open (cpu_engine_choice.hpp).
   void ChooseCpuEngine() {
-    const ConvolutionParameter::Engine engine = param_.convolution_param().engine();
-    const CpuEngine setting = CpuEngineSetting();
-    bool im2col_only = engine == ConvolutionParameter::CAFFE || !BuiltWithOneDnn() ||
-                       (engine != ConvolutionParameter::ONEDNN && setting == CpuEngine::kIm2col);
-    bool timed = engine != ConvolutionParameter::ONEDNN && setting == CpuEngine::kAuto && !ctx_.plan_only();
+    const EngineRule rule = CpuEngineRule(param_.convolution_param(), ctx_.plan_only());
+    bool im2col_only = rule == EngineRule::kOwn;
+    bool timed = rule == EngineRule::kTimed;
     OneDnnLayout layout = OneDnnLayout::kNative;
     // A new shape after the memory plan (a Filter upstream changed the batch): the engine chosen at
     // set-up stays, within the buffers planned for it.
@@ -434,7 +428,7 @@ class ConvolutionLayer : public Layer {
     FillForTiming(&bias);
     std::vector<float> col, prod, partial, scratch;
     if (conv) {
-      scratch.resize((OneDnnConvolutionScratchBytes(*conv) + sizeof(float) - 1) / sizeof(float));
+      scratch.resize(FloatsFor(OneDnnConvolutionScratchBytes(*conv)));
     } else {
       col.resize(col_floats_), prod.resize(product_floats_), partial.resize(DwPartialFloats());
     }
@@ -466,7 +460,7 @@ class ConvolutionLayer : public Layer {
       const size_t limit = workspace_->data() == nullptr ? most : std::min(most, WorkspaceCapacityBytes());
       const size_t bytes =
           plan_cudnn_ ? limit : CudnnConvolutionReshape(ctx_, *cudnn_, num_, num_output_, group_, geom_, limit, Describe());
-      workspace_->Reshape(std::vector<int>{static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float))});
+      workspace_->Reshape(std::vector<int>{FloatsFor(bytes)});
       col_->Reshape(std::vector<int>{0});
       return;
     }

@@ -19,6 +19,7 @@
 #include <sstream>
 
 #include "cortado/cpu_engine.hpp"
+#include "cortado/error.hpp"
 
 namespace cortado {
 
@@ -96,6 +97,21 @@ class LockedChoices {
 };
 
 }  // namespace
+
+EngineRule CpuEngineRule(bool prototxt_caffe, bool prototxt_onednn, bool plan_only) {
+  const CpuEngine setting = CpuEngineSetting();
+  if (prototxt_caffe || !BuiltWithOneDnn() || (!prototxt_onednn && setting == CpuEngine::kIm2col))
+    return EngineRule::kOwn;
+  return !prototxt_onednn && setting == CpuEngine::kAuto && !plan_only ? EngineRule::kTimed : EngineRule::kOneDnn;
+}
+
+void RequireOneDnnWhereAsked(bool prototxt_onednn, const std::string& who) {
+  CORTADO_REQUIRE(!prototxt_onednn || BuiltWithOneDnn(), who,
+                  ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
+                  "CAFFE (or DEFAULT)");
+}
+
+int FloatsFor(size_t bytes) { return static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float)); }
 
 int ChooseEngineByTiming(const std::string& shape, const std::string& who, const std::vector<EngineCandidate>& candidates) {
   static std::mutex mutex;

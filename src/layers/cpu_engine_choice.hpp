@@ -10,11 +10,28 @@
 // a writable cache folder, choices last one process.
 #pragma once
 
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <vector>
 
 namespace cortado {
+
+// How a layer's CPU engine is chosen. The prototxt's `engine:` comes first (CAFFE: Cortado's own code;
+// ONEDNN: oneDNN), then the process's CPU engine setting (im2col: own; onednn: oneDNN; auto: timing,
+// or oneDNN untimed when only the memory plan is wanted). A build without oneDNN runs its own code.
+enum class EngineRule { kOwn, kOneDnn, kTimed };
+EngineRule CpuEngineRule(bool prototxt_caffe, bool prototxt_onednn, bool plan_only);
+// The same from a ConvolutionParameter, PoolingParameter or LRNParameter (their Engine enums agree).
+template <typename EngineParam>
+EngineRule CpuEngineRule(const EngineParam& p, bool plan_only) {
+  return CpuEngineRule(p.engine() == EngineParam::CAFFE, p.engine() == EngineParam::ONEDNN, plan_only);
+}
+// At set-up: `engine: ONEDNN` in a build without oneDNN is the user's mistake, named after `who`.
+void RequireOneDnnWhereAsked(bool prototxt_onednn, const std::string& who);
+
+// A byte count as floats, rounded up: the length of a scratch blob that holds them.
+int FloatsFor(size_t bytes);
 
 // An engine that may run a shape: its name (as logged and recorded) and its timing, the milliseconds
 // of one forward and backward, or a negative value when it cannot run the shape (the reason in *why).

@@ -25,7 +25,6 @@
 #include <string>
 #include <vector>
 
-#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/kernels/norm.hpp"
@@ -57,9 +56,7 @@ class LRNLayer : public Layer {
     scale_ = AddStepScratch();
     if (ctx_.device() == Device::kCPU) {
       onednn_scratch_ = AddWorkspace();  // oneDNN's scratchpad, inside one call
-      CORTADO_REQUIRE(p.engine() != LRNParameter::ONEDNN || BuiltWithOneDnn(), Describe(),
-                      ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
-                      "CAFFE (or DEFAULT)");
+      RequireOneDnnWhereAsked(p.engine() == LRNParameter::ONEDNN, Describe());
     }
   }
 
@@ -144,11 +141,9 @@ class LRNLayer : public Layer {
   // engine setting, timing the two when both leave the choice open. `planned`: the memory plan is made,
   // and the engine chosen then stays, within the buffers planned for it.
   void ChooseCpuEngine(bool planned) {
-    const LRNParameter::Engine engine = param_.lrn_param().engine();
-    const CpuEngine setting = CpuEngineSetting();
-    bool use_onednn = BuiltWithOneDnn() && engine != LRNParameter::CAFFE &&
-                      (engine == LRNParameter::ONEDNN || setting != CpuEngine::kIm2col);
-    bool timed = use_onednn && engine != LRNParameter::ONEDNN && setting == CpuEngine::kAuto && !ctx_.plan_only();
+    const EngineRule rule = CpuEngineRule(param_.lrn_param(), ctx_.plan_only());
+    bool use_onednn = rule != EngineRule::kOwn;
+    bool timed = rule == EngineRule::kTimed;
     OneDnnLayout layout = OneDnnLayout::kNative;
     if (planned) use_onednn = onednn_ != nullptr, timed = false, layout = onednn_layout_;
     onednn_.reset();
@@ -176,8 +171,6 @@ class LRNLayer : public Layer {
     onednn_scratch_->Reshape(std::vector<int>{FloatsFor(scratch)});
     scale_->Reshape(std::vector<int>{std::max(static_cast<int>(Count()), FloatsFor(workspace))});
   }
-
-  static int FloatsFor(size_t bytes) { return static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float)); }
 
   std::string ShapeKey() const {
     std::ostringstream s;

@@ -38,7 +38,6 @@
 #include <string>
 #include <vector>
 
-#include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
@@ -114,9 +113,7 @@ class PoolingLayer : public Layer {
     if (max_ && top.size() == 1) mask_ = AddStepScratch();
     if (ctx_.device() == Device::kCPU) {
       onednn_scratch_ = AddWorkspace();  // oneDNN's scratchpad, inside one call
-      CORTADO_REQUIRE(p.engine() != PoolingParameter::ONEDNN || BuiltWithOneDnn(), Describe(),
-                      ": engine ONEDNN, but this build has no oneDNN (install libdnnl-dev and rebuild); use engine: "
-                      "CAFFE (or DEFAULT)");
+      RequireOneDnnWhereAsked(p.engine() == PoolingParameter::ONEDNN, Describe());
     }
     if (stochastic_) pick_ = AddStepScratch();
     if (stochastic_ && phase() == TRAIN && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
@@ -126,7 +123,7 @@ class PoolingLayer : public Layer {
     const Blob& x = *bottom[0];
     CORTADO_REQUIRE(x.num_axes() == 4, Describe(), ": the bottom must be 4-D (num, channels, height, "
                     "width), got ", x.shape_string());
-    planes_ = Planes(x);
+    planes_ = static_cast<int64_t>(x.shape(0)) * x.shape(1);
     height_ = x.shape(2);
     width_ = x.shape(3);
     if (global_) {
@@ -154,30 +151,29 @@ class PoolingLayer : public Layer {
     const float* x = bottom[0]->data();
     float* y = top[0]->data();
     if (stochastic_) {
-      StochasticForward(Planes(*bottom[0]), x, y);
+      StochasticForward(planes_, x, y);
     } else if (onednn_) {
       OneDnnPoolingForward(*onednn_, x, y, mask_ ? mask_->data() : nullptr, onednn_scratch_->data());
     } else {
-      ForwardLoops(Planes(*bottom[0]), x, y, max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr);
+      ForwardLoops(planes_, x, y, max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr);
     }
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const int64_t planes = Planes(*bottom[0]);
     const float* dy = top[0]->diff();
     float* dx = bottom[0]->diff();
     if (onednn_) {
       OneDnnPoolingBackward(*onednn_, dy, dx, mask_ ? mask_->data() : nullptr, onednn_scratch_->data());
     } else if (stochastic_ && phase() != TRAIN) {
       cpu_set(bottom[0]->count(), 0.0f, dx);
-      StochasticTestBackward(planes, bottom[0]->data(), top[0]->data(), dy, dx);
+      StochasticTestBackward(planes_, bottom[0]->data(), top[0]->data(), dy, dx);
     } else {
       // TRAIN's samples route the gradient as MAX's argmaxes do.
       const float* mask =
           max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : stochastic_ ? pick_->data() : nullptr;
-      BackwardLoops(planes, dy, mask, dx);
+      BackwardLoops(planes_, dy, mask, dx);
     }
   }
 
@@ -226,8 +222,6 @@ class PoolingLayer : public Layer {
     const uint64_t high = rng();
     return (high << 32) | rng();
   }
-
-  static int64_t Planes(const Blob& x) { return static_cast<int64_t>(x.shape(0)) * x.shape(1); }
 
   // MAX (argmaxes into `mask`) or AVE with Cortado's loops, OpenMP over the planes.
   void ForwardLoops(int64_t planes, const float* x, float* y, float* mask) const {
@@ -280,15 +274,13 @@ class PoolingLayer : public Layer {
   // engine setting, timing the two when both leave the choice open. `planned`: the memory plan is made,
   // and the engine chosen then stays, within the buffers planned for it.
   void ChooseCpuEngine(bool planned) {
-    const PoolingParameter::Engine engine = param_.pooling_param().engine();
-    const CpuEngine setting = CpuEngineSetting();
-    bool use_onednn = BuiltWithOneDnn() && engine != PoolingParameter::CAFFE && OneDnnCanRun() &&
-                      (engine == PoolingParameter::ONEDNN || setting != CpuEngine::kIm2col);
-    bool timed = use_onednn && engine != PoolingParameter::ONEDNN && setting == CpuEngine::kAuto && !ctx_.plan_only();
+    const EngineRule rule = CpuEngineRule(param_.pooling_param(), ctx_.plan_only());
+    bool use_onednn = rule != EngineRule::kOwn && OneDnnCanRun();
+    bool timed = use_onednn && rule == EngineRule::kTimed;
     if (planned) use_onednn = onednn_ != nullptr, timed = false;
     onednn_.reset();
     onednn_scratch_->Reshape(std::vector<int>{0});
-    if (!use_onednn || Shape().planes == 0) return;
+    if (!use_onednn || planes_ == 0) return;
     if (timed && ChooseEngineByTiming(ShapeKey(), Describe(), TimingCandidates()) == 0) return;
     std::string why;
     onednn_ = CreateOneDnnPooling(Shape(), max_, &why);
@@ -307,11 +299,9 @@ class PoolingLayer : public Layer {
     if (mask_) mask_->Reshape(std::vector<int>{std::max(static_cast<int>(mask_->count()), FloatsFor(workspace))});
   }
 
-  static int FloatsFor(size_t bytes) { return static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float)); }
-
   std::string ShapeKey() const {
     std::ostringstream s;
-    s << "Pooling:" << (max_ ? "max," : "ave,") << Shape().planes << ',' << height_ << ',' << width_ << ','
+    s << "Pooling:" << (max_ ? "max," : "ave,") << planes_ << ',' << height_ << ',' << width_ << ','
       << kernel_h_ << ',' << kernel_w_ << ',' << pad_h_ << ',' << pad_w_ << ',' << stride_h_ << ',' << stride_w_
       << ',' << out_h_ << ',' << out_w_;
     return s.str();
