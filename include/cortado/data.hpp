@@ -16,11 +16,13 @@
 #pragma once
 
 #include <lmdb.h>
+#include <sys/types.h>  // dev_t, ino_t
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -69,7 +71,9 @@ DataParameter::DB ParseBackendFlag(const std::string& name);
 // Every record of an LMDB, in key order, with random access. At open the database is checked against
 // its file and walked once, and the key/value views are kept: LMDB keeps them valid while the read
 // transaction is open, which is for the object's lifetime, so records are read in place, without
-// copies, from any thread. Opened with MDB_RDONLY | MDB_NOTLS.
+// copies, from any thread. Opened with MDB_RDONLY | MDB_NOTLS, once per process: every LmdbRecords of
+// the same file (a train and a test net, data-parallel ranks) shares the environment, each with its
+// own read transaction, as LMDB requires.
 //
 // LMDB trusts its file. Before anything is read through the memory map, the pages the database's
 // header counts must lie inside data.mdb (a copy cut short is refused, not read into SIGBUS); the walk
@@ -95,7 +99,8 @@ class LmdbRecords final : public RecordSource {
   void Close();
 
   std::string path_, owner_;
-  MDB_env* env_ = nullptr;
+  MDB_env* env_ = nullptr;  // shared with every LmdbRecords of the same data.mdb in the process
+  std::optional<std::pair<dev_t, ino_t>> shared_file_;  // data.mdb's device and inode, once env_ is shared
   MDB_txn* txn_ = nullptr;
   MDB_cursor* cursor_ = nullptr;
   std::vector<std::string_view> keys_, values_;

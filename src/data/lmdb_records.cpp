@@ -1,5 +1,7 @@
 // lmdb_records.cpp — LmdbRecords: an LMDB opened read-only, checked against its file, and walked once
 // under a fault guard; then random access to every record through views into the read transaction.
+// The environment is shared by every LmdbRecords of the same file in the process (LMDB forbids a
+// second open: it resets the shared reader table that concurrent readers rely on).
 #include <sys/stat.h>
 #include <sys/sysmacros.h>  // major, minor
 
@@ -9,6 +11,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "cortado/data.hpp"
@@ -96,6 +100,25 @@ struct OpenCalls {
   }
 };
 
+// The open environments by data.mdb's device and inode, each with the LmdbRecords that use it. LMDB
+// lets a process open a database once: a second mdb_env_open of it takes the lock file's exclusive
+// lock again (fcntl locks are per process), resets the reader table and its transaction id, and a
+// reader starting meanwhile reads the empty first meta page. Environments open and close under
+// this lock, so one file never has two.
+struct OpenEnvironment {
+  MDB_env* env = nullptr;
+  int users = 0;
+};
+using FileId = std::pair<dev_t, ino_t>;
+std::mutex& EnvironmentsMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+std::map<FileId, OpenEnvironment>& Environments() {
+  static auto* environments = new std::map<FileId, OpenEnvironment>;
+  return *environments;
+}
+
 // LMDB's two meta pages, as mdb_env_open reads them (64-bit layout: page flags at byte 10, P_META 8;
 // then the meta: magic 0xBEEFC0DE at 16, version 1 at 20, the page size at 40; the second meta page
 // starts one page in). mdb_env_open trusts the page size they give: 0 divides by zero. "" when both
@@ -161,7 +184,22 @@ LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
     if (!problem.empty()) Corrupt(problem);
   }
   OpenCalls open{path_.c_str()};
-  std::string fault = RunFaultGuarded(&OpenCalls::Environment, &open);
+  std::string fault;
+  {
+    std::lock_guard<std::mutex> lock(EnvironmentsMutex());
+    const auto shared = have_file ? Environments().find({file.st_dev, file.st_ino}) : Environments().end();
+    if (shared != Environments().end()) {
+      open.env = shared->second.env;
+      ++shared->second.users;
+      shared_file_ = shared->first;
+    } else {
+      fault = RunFaultGuarded(&OpenCalls::Environment, &open);
+      if (fault.empty() && open.rc == MDB_SUCCESS && have_file) {
+        shared_file_ = {file.st_dev, file.st_ino};
+        Environments()[*shared_file_] = {open.env, 1};
+      }
+    }
+  }
   env_ = open.env;
   if (!fault.empty()) Corrupt("opening it: " + fault);
   if (open.rc != MDB_SUCCESS) {
@@ -231,8 +269,18 @@ LmdbRecords::~LmdbRecords() { Close(); }
 void LmdbRecords::Close() {
   if (cursor_) mdb_cursor_close(cursor_);
   if (txn_) mdb_txn_abort(txn_);
-  if (env_) mdb_env_close(env_);
+  if (env_ && shared_file_) {
+    std::lock_guard<std::mutex> lock(EnvironmentsMutex());
+    auto shared = Environments().find(*shared_file_);
+    if (--shared->second.users == 0) {
+      mdb_env_close(env_);
+      Environments().erase(shared);
+    }
+  } else if (env_) {
+    mdb_env_close(env_);
+  }
   cursor_ = nullptr, txn_ = nullptr, env_ = nullptr;
+  shared_file_.reset();
   keys_.clear();
   values_.clear();
 }
