@@ -8,6 +8,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 #include <mutex>
 #include <sstream>
 
+#include "cortado/blob.hpp"
 #include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 
@@ -112,6 +114,17 @@ void RequireOneDnnWhereAsked(bool prototxt_onednn, const std::string& who) {
 }
 
 int FloatsFor(size_t bytes) { return static_cast<int>((bytes + sizeof(float) - 1) / sizeof(float)); }
+
+void FitOneDnnBuffers(const std::string& who, bool planned, size_t scratch_bytes, Blob& scratch,
+                      size_t workspace_bytes, Blob* keeper, int keeper_floats) {
+  const auto fits = [](size_t bytes, const Blob& blob) { return bytes <= static_cast<size_t>(blob.capacity()) * sizeof(float); };
+  if (planned)
+    CORTADO_REQUIRE(fits(scratch_bytes, scratch) && (!keeper || fits(workspace_bytes, *keeper)), who,
+                    ": oneDNN needs more memory for the new shape than was planned at set-up; give the layer "
+                    "engine: CAFFE");
+  scratch.Reshape(std::vector<int>{FloatsFor(scratch_bytes)});
+  if (keeper) keeper->Reshape(std::vector<int>{std::max(keeper_floats, FloatsFor(workspace_bytes))});
+}
 
 int ChooseEngineByTiming(const std::string& shape, const std::string& who, const std::vector<EngineCandidate>& candidates) {
   static std::mutex mutex;

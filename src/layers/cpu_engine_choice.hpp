@@ -17,6 +17,8 @@
 
 namespace cortado {
 
+class Blob;
+
 // How a layer's CPU engine is chosen. The prototxt's `engine:` comes first (CAFFE: Cortado's own code;
 // ONEDNN: oneDNN), then the process's CPU engine setting (im2col: own; onednn: oneDNN; auto: timing,
 // or oneDNN untimed when only the memory plan is wanted). A build without oneDNN runs its own code.
@@ -32,6 +34,14 @@ void RequireOneDnnWhereAsked(bool prototxt_onednn, const std::string& who);
 
 // A byte count as floats, rounded up: the length of a scratch blob that holds them.
 int FloatsFor(size_t bytes);
+
+// Sizes a oneDNN layer's buffers for the primitives just made for its shape: `scratch` (a workspace
+// blob, used within one call) to scratch_bytes, and `keeper` (a blob kept from forward to backward
+// that also holds oneDNN's workspace; null when there is none) to workspace_bytes, never shorter than
+// keeper_floats. Once memory is planned (`planned`), a shape that needs more than the planned
+// capacities is an Error naming `who`.
+void FitOneDnnBuffers(const std::string& who, bool planned, size_t scratch_bytes, Blob& scratch,
+                      size_t workspace_bytes, Blob* keeper, int keeper_floats);
 
 // An engine that may run a shape: its name (as logged and recorded) and its timing, the milliseconds
 // of one forward and backward, or a negative value when it cannot run the shape (the reason in *why).

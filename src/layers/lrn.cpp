@@ -162,14 +162,8 @@ class LRNLayer : public Layer {
       LOG(INFO) << Describe() << ": oneDNN has no LRN for this shape (" << why << "): Cortado's";
       return;
     }
-    const size_t scratch = OneDnnLrnScratchBytes(*onednn_), workspace = OneDnnLrnWorkspaceBytes(*onednn_);
-    if (planned)
-      CORTADO_REQUIRE(scratch <= static_cast<size_t>(onednn_scratch_->capacity()) * sizeof(float) &&
-                          workspace <= static_cast<size_t>(scale_->capacity()) * sizeof(float),
-                      Describe(), ": oneDNN needs more memory for the new shape than was planned at set-up; give the "
-                      "layer engine: CAFFE");
-    onednn_scratch_->Reshape(std::vector<int>{FloatsFor(scratch)});
-    scale_->Reshape(std::vector<int>{std::max(static_cast<int>(Count()), FloatsFor(workspace))});
+    FitOneDnnBuffers(Describe(), planned, OneDnnLrnScratchBytes(*onednn_), *onednn_scratch_,
+                     OneDnnLrnWorkspaceBytes(*onednn_), scale_, static_cast<int>(Count()));
   }
 
   std::string ShapeKey() const {

@@ -289,14 +289,8 @@ class PoolingLayer : public Layer {
       LOG(INFO) << Describe() << ": oneDNN has no pooling for this shape (" << why << "): Cortado's";
       return;
     }
-    const size_t scratch = OneDnnPoolingScratchBytes(*onednn_), workspace = OneDnnPoolingWorkspaceBytes(*onednn_);
-    if (planned)
-      CORTADO_REQUIRE(scratch <= static_cast<size_t>(onednn_scratch_->capacity()) * sizeof(float) &&
-                          (!mask_ || workspace <= static_cast<size_t>(mask_->capacity()) * sizeof(float)),
-                      Describe(), ": oneDNN needs more memory for the new shape than was planned at set-up; give the "
-                      "layer engine: CAFFE");
-    onednn_scratch_->Reshape(std::vector<int>{FloatsFor(scratch)});
-    if (mask_) mask_->Reshape(std::vector<int>{std::max(static_cast<int>(mask_->count()), FloatsFor(workspace))});
+    FitOneDnnBuffers(Describe(), planned, OneDnnPoolingScratchBytes(*onednn_), *onednn_scratch_,
+                     OneDnnPoolingWorkspaceBytes(*onednn_), mask_, mask_ ? static_cast<int>(mask_->count()) : 0);
   }
 
   std::string ShapeKey() const {

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <set>
 #include <sstream>
 
 #include "cortado/cpu_engine.hpp"
@@ -379,21 +378,8 @@ TEST(ConvolutionEngines, OneDnnGradientCheck) {
 
 TEST(ConvolutionEngines, ThePrototxtsEngineThenTheSettingDecide) {
   const ConvCase k{2, 3, 9, 9, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1, true};
-  const std::vector<int> shape{k.n, k.c, k.h, k.w};
-  for (CpuEngine setting : {CpuEngine::kAuto, CpuEngine::kIm2col, CpuEngine::kOneDnn}) {
-    if (setting == CpuEngine::kOneDnn && !BuiltWithOneDnn()) continue;
-    CpuEngineScope scope(setting);
-    SCOPED_TRACE(CpuEngineName(setting));
-    EXPECT_STREQ(LayerFixture(LayerText(k, "CAFFE"), {shape}).layer().chosen_engine(), "im2col");
-    if (BuiltWithOneDnn())
-      EXPECT_STREQ(LayerFixture(LayerText(k, "ONEDNN"), {shape}).layer().chosen_engine(), "onednn");
-    LayerFixture chosen(LayerText(k), {shape}), again(LayerText(k), {shape});
-    const std::string engine = chosen.layer().chosen_engine();
-    if (setting == CpuEngine::kIm2col || !BuiltWithOneDnn()) EXPECT_EQ(engine, "im2col");
-    if (setting == CpuEngine::kOneDnn) EXPECT_EQ(engine, "onednn");
-    EXPECT_TRUE(std::set<std::string>({"im2col", "onednn", "onednn_plain"}).count(engine)) << engine;
-    EXPECT_EQ(engine, again.layer().chosen_engine()) << "a shape is timed once: its layers agree";
-  }
+  ExpectThePrototxtsEngineThenTheSettingDecide([&k](const std::string& engine) { return LayerText(k, engine); },
+                                               {k.n, k.c, k.h, k.w}, "im2col", {"im2col", "onednn", "onednn_plain"});
 }
 
 TEST(ConvolutionEngines, OneDnnWithoutOneDnnIsAUserError) {

@@ -183,21 +183,11 @@ TEST(LRN, EnginesAgreeOnRealSizes) {
 // engine CAFFE keeps Cortado's loops, engine ONEDNN takes oneDNN's; otherwise the CPU engine setting
 // decides, timing the two under auto, the same choice for every layer of a shape.
 TEST(LRN, ThePrototxtsEngineThenTheSettingDecide) {
-  const std::vector<int> shape{2, 16, 9, 9};
-  const std::string lrn = "type: 'LRN' lrn_param { local_size: 5 alpha: 0.0001 beta: 0.75 ";
-  for (CpuEngine setting : {CpuEngine::kAuto, CpuEngine::kIm2col, CpuEngine::kOneDnn}) {
-    if (setting == CpuEngine::kOneDnn && !BuiltWithOneDnn()) continue;
-    CpuEngineScope scope(setting);
-    SCOPED_TRACE(CpuEngineName(setting));
-    EXPECT_STREQ(LayerFixture(lrn + "engine: CAFFE }", {shape}).layer().chosen_engine(), "caffe");
-    if (BuiltWithOneDnn()) EXPECT_STREQ(LayerFixture(lrn + "engine: ONEDNN }", {shape}).layer().chosen_engine(), "onednn");
-    LayerFixture chosen(lrn + "}", {shape}), again(lrn + "}", {shape});
-    const std::string engine = chosen.layer().chosen_engine();
-    if (setting == CpuEngine::kIm2col || !BuiltWithOneDnn()) EXPECT_EQ(engine, "caffe");
-    if (setting == CpuEngine::kOneDnn) EXPECT_EQ(engine, "onednn");
-    EXPECT_TRUE(engine == "caffe" || engine == "onednn" || engine == "onednn_plain") << engine;
-    EXPECT_EQ(engine, again.layer().chosen_engine()) << "a shape is timed once: its layers agree";
-  }
+  const auto lrn = [](const std::string& engine) {
+    return "type: 'LRN' lrn_param { local_size: 5 alpha: 0.0001 beta: 0.75 " +
+           (engine.empty() ? "" : "engine: " + engine + " ") + "}";
+  };
+  ExpectThePrototxtsEngineThenTheSettingDecide(lrn, {2, 16, 9, 9}, "caffe", {"caffe", "onednn", "onednn_plain"});
 }
 
 TEST(LRN, ParameterErrors) {

@@ -269,26 +269,17 @@ TEST(Pooling, EnginesAgreeOnTiesAndLargePlanes) {
 // setting decides, timing the two under auto, the same choice for every layer of a shape.
 TEST(Pooling, ThePrototxtsEngineThenTheSettingDecide) {
   const std::vector<int> shape{2, 8, 12, 12};
-  const std::string max = "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 ";
-  for (CpuEngine setting : {CpuEngine::kAuto, CpuEngine::kIm2col, CpuEngine::kOneDnn}) {
-    if (setting == CpuEngine::kOneDnn && !BuiltWithOneDnn()) continue;
-    CpuEngineScope scope(setting);
-    SCOPED_TRACE(CpuEngineName(setting));
-    EXPECT_STREQ(LayerFixture(max + "engine: CAFFE }", {shape}).layer().chosen_engine(), "caffe");
-    EXPECT_STREQ(LayerFixture(max + "engine: ONEDNN }", {shape}, 2).layer().chosen_engine(), "caffe");
+  const auto max = [](const std::string& engine) {
+    return "type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 " +
+           (engine.empty() ? "" : "engine: " + engine + " ") + "}";
+  };
+  ExpectThePrototxtsEngineThenTheSettingDecide(max, shape, "caffe", {"caffe", "onednn"}, [&] {
+    EXPECT_STREQ(LayerFixture(max("ONEDNN"), {shape}, 2).layer().chosen_engine(), "caffe");
     EXPECT_STREQ(LayerFixture("type: 'Pooling' pooling_param { pool: AVE kernel_size: 3 stride: 2 engine: ONEDNN }",
                               {{1, 1, 6, 6}}).layer().chosen_engine(), "caffe");  // the last window is cut
     EXPECT_EQ(LayerFixture("type: 'Pooling' phase: TEST pooling_param { pool: STOCHASTIC kernel_size: 2 stride: 2 }",
                            {shape}).layer().chosen_engine(), nullptr);
-    if (BuiltWithOneDnn()) EXPECT_STREQ(LayerFixture(max + "engine: ONEDNN }", {shape}).layer().chosen_engine(), "onednn");
-    LayerFixture chosen(max + "}", {shape}), again(max + "}", {shape});
-    const std::string engine = chosen.layer().chosen_engine();
-    EXPECT_EQ(engine, setting == CpuEngine::kIm2col || !BuiltWithOneDnn() ? "caffe"
-                      : setting == CpuEngine::kOneDnn                      ? "onednn"
-                                                                          : engine);
-    EXPECT_TRUE(engine == "caffe" || engine == "onednn") << engine;
-    EXPECT_EQ(engine, again.layer().chosen_engine()) << "a shape is timed once: its layers agree";
-  }
+  });
 }
 
 // ---- STOCHASTIC ------------------------------------------------------------------------------------

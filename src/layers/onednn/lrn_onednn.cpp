@@ -4,25 +4,18 @@
 // do not divide by 16), where oneDNN's fast code is, with x, y, dy and dx reordered through the scratch.
 #include <dnnl.hpp>
 
-#include <algorithm>
 #include <optional>
-#include <unordered_map>
 
 #include "onednn_common.hpp"
 
 namespace cortado {
 
-struct OneDnnLrn {
-  dnnl::stream stream{onednn::CpuEngine()};
-  dnnl::lrn_forward forward;
-  dnnl::lrn_backward backward;
-  std::string implementation;
+struct OneDnnLrn : onednn::TrainingPrimitives {
+  using TrainingPrimitives::TrainingPrimitives;
   // Cortado's buffers, and (native) the blocked copies in the scratch: [x | y or dy | dx | scratchpad].
-  dnnl::memory x, y, dy, dx, blocked_x, blocked_y, blocked_dx, workspace, forward_scratchpad, backward_scratchpad;
+  dnnl::memory x, y, dy, dx, blocked_x, blocked_y, blocked_dx;
   std::optional<dnnl::reorder> to_blocked, to_plain;
   size_t region = 0;  // bytes of one blocked tensor (0: plain)
-  std::unordered_map<int, dnnl::memory> forward_args, backward_args;
-  size_t scratch_bytes = 0, workspace_bytes = 0;
 };
 
 OneDnnLrnPtr CreateOneDnnLrn(const LrnShape& s, OneDnnLayout layout, std::string* why, OneDnnDataType type) {
@@ -51,11 +44,8 @@ OneDnnLrnPtr CreateOneDnnLrn(const LrnShape& s, OneDnnLayout layout, std::string
       *why = "oneDNN wants other layouts";
       return {nullptr, nullptr};
     }
-    OneDnnLrnPtr lrn(new OneDnnLrn, [](OneDnnLrn* l) { delete l; });
+    OneDnnLrnPtr lrn(new OneDnnLrn(fwd, bwd), [](OneDnnLrn* l) { delete l; });
     OneDnnLrn& l = *lrn;
-    l.forward = dnnl::lrn_forward(fwd);
-    l.backward = dnnl::lrn_backward(bwd);
-    l.implementation = std::string(fwd.impl_info_str()) + ", " + bwd.impl_info_str();
     for (dnnl::memory* m : {&l.x, &l.y, &l.dy, &l.dx}) *m = onednn::Unbound(plain);
     if (native) {
       l.region = onednn::Aligned(data.get_size());
@@ -65,20 +55,11 @@ OneDnnLrnPtr CreateOneDnnLrn(const LrnShape& s, OneDnnLayout layout, std::string
     } else {
       l.blocked_x = l.x, l.blocked_y = l.y, l.blocked_dx = l.dx;
     }
-    l.forward_scratchpad = onednn::Unbound(fwd.scratchpad_desc());
-    l.backward_scratchpad = onednn::Unbound(bwd.scratchpad_desc());
-    l.scratch_bytes = 3 * l.region + std::max(fwd.scratchpad_desc().get_size(), bwd.scratchpad_desc().get_size());
-    l.workspace = onednn::Unbound(fwd.workspace_desc());
-    l.workspace_bytes = fwd.workspace_desc().get_size();
     // Native: the backward's dy is reordered into the forward's y region.
-    l.forward_args = {{DNNL_ARG_SRC, l.blocked_x}, {DNNL_ARG_DST, l.blocked_y},
-                      {DNNL_ARG_SCRATCHPAD, l.forward_scratchpad}};
-    l.backward_args = {{DNNL_ARG_SRC, l.blocked_x}, {DNNL_ARG_DIFF_DST, native ? l.blocked_y : l.dy},
-                       {DNNL_ARG_DIFF_SRC, l.blocked_dx}, {DNNL_ARG_SCRATCHPAD, l.backward_scratchpad}};
-    if (l.workspace_bytes) {
-      l.forward_args.emplace(DNNL_ARG_WORKSPACE, l.workspace);
-      l.backward_args.emplace(DNNL_ARG_WORKSPACE, l.workspace);
-    }
+    l.forward_args.insert({{DNNL_ARG_SRC, l.blocked_x}, {DNNL_ARG_DST, l.blocked_y}});
+    l.backward_args.insert({{DNNL_ARG_SRC, l.blocked_x},
+                            {DNNL_ARG_DIFF_DST, native ? l.blocked_y : l.dy},
+                            {DNNL_ARG_DIFF_SRC, l.blocked_dx}});
     return lrn;
   } catch (const dnnl::error& e) {
     *why = e.what();
@@ -86,7 +67,8 @@ OneDnnLrnPtr CreateOneDnnLrn(const LrnShape& s, OneDnnLayout layout, std::string
   }
 }
 
-size_t OneDnnLrnScratchBytes(const OneDnnLrn& lrn) { return lrn.scratch_bytes; }
+// Native: three blocked tensors before the scratchpad.
+size_t OneDnnLrnScratchBytes(const OneDnnLrn& lrn) { return 3 * lrn.region + lrn.scratchpad_bytes; }
 size_t OneDnnLrnWorkspaceBytes(const OneDnnLrn& lrn) { return lrn.workspace_bytes; }
 std::string OneDnnLrnImplementation(const OneDnnLrn& lrn) { return lrn.implementation; }
 
@@ -97,14 +79,12 @@ void OneDnnLrnForward(const OneDnnLrn& const_lrn, const void* x, void* y, void* 
   char* s = static_cast<char*>(scratch);
   l.x.set_data_handle(const_cast<void*>(x));
   l.y.set_data_handle(y);
-  if (l.workspace_bytes) l.workspace.set_data_handle(workspace);
-  l.forward_scratchpad.set_data_handle(s + 3 * l.region);
   if (l.to_blocked) {
     l.blocked_x.set_data_handle(s);
     l.blocked_y.set_data_handle(s + l.region);
     l.to_blocked->execute(l.stream, l.x, l.blocked_x);
   }
-  l.forward.execute(l.stream, l.forward_args);
+  l.RunForward(workspace, s + 3 * l.region);
   if (l.to_plain) l.to_plain->execute(l.stream, l.blocked_y, l.y);
   l.stream.wait();
 }
@@ -116,8 +96,6 @@ void OneDnnLrnBackward(const OneDnnLrn& const_lrn, const void* x, const void* dy
   l.x.set_data_handle(const_cast<void*>(x));
   l.dy.set_data_handle(const_cast<void*>(dy));
   l.dx.set_data_handle(dx);
-  if (l.workspace_bytes) l.workspace.set_data_handle(const_cast<void*>(workspace));
-  l.backward_scratchpad.set_data_handle(s + 3 * l.region);
   if (l.to_blocked) {
     l.blocked_x.set_data_handle(s);
     l.blocked_y.set_data_handle(s + l.region);
@@ -125,7 +103,7 @@ void OneDnnLrnBackward(const OneDnnLrn& const_lrn, const void* x, const void* dy
     l.to_blocked->execute(l.stream, l.x, l.blocked_x);
     l.to_blocked->execute(l.stream, l.dy, l.blocked_y);
   }
-  l.backward.execute(l.stream, l.backward_args);
+  l.RunBackward(workspace, s + 3 * l.region);
   if (l.to_plain) l.to_plain->execute(l.stream, l.blocked_dx, l.dx);
   l.stream.wait();
 }

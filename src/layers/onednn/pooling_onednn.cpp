@@ -4,20 +4,14 @@
 #include <dnnl.hpp>
 
 #include <algorithm>
-#include <unordered_map>
 
 #include "onednn_common.hpp"
 
 namespace cortado {
 
-struct OneDnnPooling {
-  dnnl::stream stream{onednn::CpuEngine()};
-  dnnl::pooling_forward forward;
-  dnnl::pooling_backward backward;
-  std::string implementation;
-  dnnl::memory x, y, dy, dx, workspace, forward_scratchpad, backward_scratchpad;
-  std::unordered_map<int, dnnl::memory> forward_args, backward_args;
-  size_t scratch_bytes = 0, workspace_bytes = 0;
+struct OneDnnPooling : onednn::TrainingPrimitives {
+  using TrainingPrimitives::TrainingPrimitives;
+  dnnl::memory x, y, dy, dx;
 };
 
 OneDnnPoolingPtr CreateOneDnnPooling(const PoolShape& s, bool max, std::string* why, OneDnnDataType type) {
@@ -48,24 +42,12 @@ OneDnnPoolingPtr CreateOneDnnPooling(const PoolShape& s, bool max, std::string* 
       *why = "oneDNN wants other layouts";
       return {nullptr, nullptr};
     }
-    OneDnnPoolingPtr pool(new OneDnnPooling, [](OneDnnPooling* p) { delete p; });
+    OneDnnPoolingPtr pool(new OneDnnPooling(fwd, bwd), [](OneDnnPooling* p) { delete p; });
     OneDnnPooling& p = *pool;
-    p.forward = dnnl::pooling_forward(fwd);
-    p.backward = dnnl::pooling_backward(bwd);
-    p.implementation = std::string(fwd.impl_info_str()) + ", " + bwd.impl_info_str();
     p.x = onednn::Unbound(x_desc), p.y = onednn::Unbound(y_desc);
     p.dy = onednn::Unbound(y_desc), p.dx = onednn::Unbound(x_desc);
-    p.forward_scratchpad = onednn::Unbound(fwd.scratchpad_desc());
-    p.backward_scratchpad = onednn::Unbound(bwd.scratchpad_desc());
-    p.scratch_bytes = std::max(fwd.scratchpad_desc().get_size(), bwd.scratchpad_desc().get_size());
-    p.forward_args = {{DNNL_ARG_SRC, p.x}, {DNNL_ARG_DST, p.y}, {DNNL_ARG_SCRATCHPAD, p.forward_scratchpad}};
-    p.backward_args = {{DNNL_ARG_DIFF_DST, p.dy}, {DNNL_ARG_DIFF_SRC, p.dx}, {DNNL_ARG_SCRATCHPAD, p.backward_scratchpad}};
-    if (max) {
-      p.workspace = onednn::Unbound(fwd.workspace_desc());
-      p.workspace_bytes = fwd.workspace_desc().get_size();
-      p.forward_args.emplace(DNNL_ARG_WORKSPACE, p.workspace);
-      p.backward_args.emplace(DNNL_ARG_WORKSPACE, p.workspace);
-    }
+    p.forward_args.insert({{DNNL_ARG_SRC, p.x}, {DNNL_ARG_DST, p.y}});
+    p.backward_args.insert({{DNNL_ARG_DIFF_DST, p.dy}, {DNNL_ARG_DIFF_SRC, p.dx}});
     return pool;
   } catch (const dnnl::error& e) {
     *why = e.what();
@@ -73,7 +55,7 @@ OneDnnPoolingPtr CreateOneDnnPooling(const PoolShape& s, bool max, std::string* 
   }
 }
 
-size_t OneDnnPoolingScratchBytes(const OneDnnPooling& pool) { return pool.scratch_bytes; }
+size_t OneDnnPoolingScratchBytes(const OneDnnPooling& pool) { return pool.scratchpad_bytes; }
 size_t OneDnnPoolingWorkspaceBytes(const OneDnnPooling& pool) { return pool.workspace_bytes; }
 std::string OneDnnPoolingImplementation(const OneDnnPooling& pool) { return pool.implementation; }
 
@@ -83,9 +65,7 @@ void OneDnnPoolingForward(const OneDnnPooling& const_pool, const void* x, void* 
   auto& p = const_cast<OneDnnPooling&>(const_pool);
   p.x.set_data_handle(const_cast<void*>(x));
   p.y.set_data_handle(y);
-  if (p.workspace_bytes) p.workspace.set_data_handle(workspace);
-  p.forward_scratchpad.set_data_handle(scratch);
-  p.forward.execute(p.stream, p.forward_args);
+  p.RunForward(workspace, scratch);
   p.stream.wait();
 }
 
@@ -94,9 +74,7 @@ void OneDnnPoolingBackward(const OneDnnPooling& const_pool, const void* dy, void
   auto& p = const_cast<OneDnnPooling&>(const_pool);
   p.dy.set_data_handle(const_cast<void*>(dy));
   p.dx.set_data_handle(dx);
-  if (p.workspace_bytes) p.workspace.set_data_handle(const_cast<void*>(workspace));
-  p.backward_scratchpad.set_data_handle(scratch);
-  p.backward.execute(p.stream, p.backward_args);
+  p.RunBackward(workspace, scratch);
   p.stream.wait();
 }
 
