@@ -16,13 +16,11 @@
 #pragma once
 
 #include <lmdb.h>
-#include <sys/types.h>  // dev_t, ino_t
 
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <random>
 #include <string>
 #include <string_view>
@@ -99,8 +97,7 @@ class LmdbRecords final : public RecordSource {
   void Close();
 
   std::string path_, owner_;
-  MDB_env* env_ = nullptr;  // shared with every LmdbRecords of the same data.mdb in the process
-  std::optional<std::pair<dev_t, ino_t>> shared_file_;  // data.mdb's device and inode, once env_ is shared
+  std::shared_ptr<MDB_env> env_;  // shared with every LmdbRecords of the same data.mdb in the process
   MDB_txn* txn_ = nullptr;
   MDB_cursor* cursor_ = nullptr;
   std::vector<std::string_view> keys_, values_;

@@ -1,20 +1,21 @@
 // leveldb_records.cpp — LeveldbRecords: a LevelDB's keys read once, in key order, by a child process
 // under a memory limit; values fetched by index under a snapshot with thread-safe Gets into
-// per-thread buffers. One open handle per path is
-// shared in the process, since LevelDB's LOCK file lets a process open a database only once.
+// per-thread buffers. One open handle per path is shared in the process (shared_handles.hpp), since
+// LevelDB's LOCK file lets a process open a database only once.
 #include <leveldb/db.h>  // leveldb::DB, Options, ReadOptions, Iterator, Snapshot, Status
 
 #include <glog/logging.h>  // CHECK_LE
 
 #include <cstring>
 #include <filesystem>
-#include <map>
+#include <memory>
 #include <tuple>
 #include <utility>
 
 #include "cortado/child_process.hpp"
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
+#include "shared_handles.hpp"
 
 namespace cortado {
 
@@ -33,14 +34,9 @@ struct LeveldbRecords::Handle {
 
 namespace {
 
-// The open handles by canonical path. A handle is destroyed under the registry's lock, so a reader
-// opening the same path again never meets a database that is still closing (and still LOCKed).
-std::mutex& RegistryMutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-std::map<std::string, std::weak_ptr<LeveldbRecords::Handle>>& Registry() {
-  static auto* handles = new std::map<std::string, std::weak_ptr<LeveldbRecords::Handle>>;
+// The open handles by canonical path (shared_handles.hpp).
+SharedHandles<std::string, LeveldbRecords::Handle>& Handles() {
+  static auto* handles = new SharedHandles<std::string, LeveldbRecords::Handle>([](LeveldbRecords::Handle* h) { delete h; });
   return *handles;
 }
 
@@ -90,22 +86,8 @@ std::pair<std::string, std::vector<uint64_t>> UnpackKeys(const std::string& pack
   return unpacked;
 }
 
-std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, const std::string& prefix) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) Fail(prefix, "cannot open LevelDB '", path, "': No such file or directory");
-  if (!fs::is_directory(status)) Fail(prefix, "cannot open LevelDB '", path, "': Not a directory");
-  // LevelDB would create its LOCK and LOG files in an LMDB's directory before failing: say what it is.
-  if (fs::exists(path + "/data.mdb") && !fs::exists(path + "/CURRENT"))
-    Fail(prefix, "cannot open LevelDB '", path, "': it holds an LMDB (data.mdb), not a LevelDB");
-  // Nor into any other folder without a database: LevelDB writes LOCK and LOG before it looks.
-  if (!fs::exists(path + "/CURRENT"))
-    Fail(prefix, "cannot open LevelDB '", path, "': it holds no LevelDB (no CURRENT file)");
-  const std::string canonical = fs::canonical(path, ec).string();
-  const std::string id = ec ? path : canonical;
-
-  std::lock_guard<std::mutex> lock(RegistryMutex());
-  if (auto open = Registry()[id].lock()) return open;
+// A new handle of the LevelDB at `path` (checked by OpenShared), its keys read.
+LeveldbRecords::Handle* OpenHandle(const std::string& path, const std::string& prefix) {
   leveldb::Options options;
   options.create_if_missing = false;
   options.max_open_files = 100;  // Caffe's
@@ -132,15 +114,28 @@ std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, cons
   leveldb::DB* db = nullptr;
   const leveldb::Status s = leveldb::DB::Open(options, path, &db);
   if (!s.ok()) Fail(prefix, "cannot open LevelDB '", path, "': ", s.ToString());
-  std::shared_ptr<LeveldbRecords::Handle> handle(new LeveldbRecords::Handle, [](LeveldbRecords::Handle* h) {
-    std::lock_guard<std::mutex> closing(RegistryMutex());
-    delete h;
-  });
+  auto handle = std::make_unique<LeveldbRecords::Handle>();
   handle->db = db;
   handle->snapshot = db->GetSnapshot();
   handle->keys_and_offsets = UnpackKeys(keys);
-  Registry()[id] = handle;
-  return handle;
+  return handle.release();
+}
+
+std::shared_ptr<LeveldbRecords::Handle> OpenShared(const std::string& path, const std::string& prefix) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!fs::exists(status)) Fail(prefix, "cannot open LevelDB '", path, "': No such file or directory");
+  if (!fs::is_directory(status)) Fail(prefix, "cannot open LevelDB '", path, "': Not a directory");
+  // LevelDB would create its LOCK and LOG files in an LMDB's directory before failing: say what it is.
+  if (fs::exists(path + "/data.mdb") && !fs::exists(path + "/CURRENT"))
+    Fail(prefix, "cannot open LevelDB '", path, "': it holds an LMDB (data.mdb), not a LevelDB");
+  // Nor into any other folder without a database: LevelDB writes LOCK and LOG before it looks.
+  if (!fs::exists(path + "/CURRENT"))
+    Fail(prefix, "cannot open LevelDB '", path, "': it holds no LevelDB (no CURRENT file)");
+  const std::string canonical = fs::canonical(path, ec).string();
+  const std::string id = ec ? path : canonical;
+
+  return Handles().Get(id, [&] { return OpenHandle(path, prefix); });
 }
 
 }  // namespace

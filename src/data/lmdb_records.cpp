@@ -1,7 +1,6 @@
 // lmdb_records.cpp — LmdbRecords: an LMDB opened read-only, checked against its file, and walked once
 // under a fault guard; then random access to every record through views into the read transaction.
-// The environment is shared by every LmdbRecords of the same file in the process (LMDB forbids a
-// second open: it resets the shared reader table that concurrent readers rely on).
+// The environment is shared by every LmdbRecords of the same file in the process (shared_handles.hpp).
 #include <sys/stat.h>
 #include <sys/sysmacros.h>  // major, minor
 
@@ -11,14 +10,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <map>
-#include <mutex>
 #include <utility>
 
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
 #include "cortado/fault_guard.hpp"
 #include "cortado/no_coverage.hpp"
+#include "shared_handles.hpp"
 
 namespace cortado {
 
@@ -100,22 +98,13 @@ struct OpenCalls {
   }
 };
 
-// The open environments by data.mdb's device and inode, each with the LmdbRecords that use it. LMDB
-// lets a process open a database once: a second mdb_env_open of it takes the lock file's exclusive
-// lock again (fcntl locks are per process), resets the reader table and its transaction id, and a
-// reader starting meanwhile reads the empty first meta page. Environments open and close under
-// this lock, so one file never has two.
-struct OpenEnvironment {
-  MDB_env* env = nullptr;
-  int users = 0;
-};
+// The open environments by data.mdb's device and inode. LMDB lets a process open a database once: a
+// second mdb_env_open of it takes the lock file's exclusive lock again (fcntl locks are per process),
+// resets the reader table and its transaction id, and a reader starting meanwhile reads the empty
+// first meta page.
 using FileId = std::pair<dev_t, ino_t>;
-std::mutex& EnvironmentsMutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-std::map<FileId, OpenEnvironment>& Environments() {
-  static auto* environments = new std::map<FileId, OpenEnvironment>;
+SharedHandles<FileId, MDB_env>& Environments() {
+  static auto* environments = new SharedHandles<FileId, MDB_env>(mdb_env_close);
   return *environments;
 }
 
@@ -185,22 +174,18 @@ LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
   }
   OpenCalls open{path_.c_str()};
   std::string fault;
-  {
-    std::lock_guard<std::mutex> lock(EnvironmentsMutex());
-    const auto shared = have_file ? Environments().find({file.st_dev, file.st_ino}) : Environments().end();
-    if (shared != Environments().end()) {
-      open.env = shared->second.env;
-      ++shared->second.users;
-      shared_file_ = shared->first;
-    } else {
-      fault = RunFaultGuarded(&OpenCalls::Environment, &open);
-      if (fault.empty() && open.rc == MDB_SUCCESS && have_file) {
-        shared_file_ = {file.st_dev, file.st_ino};
-        Environments()[*shared_file_] = {open.env, 1};
-      }
-    }
+  const auto open_environment = [&]() -> MDB_env* {
+    fault = RunFaultGuarded(&OpenCalls::Environment, &open);
+    if (fault.empty() && open.rc == MDB_SUCCESS) return open.env;
+    if (open.env) mdb_env_close(open.env);
+    return nullptr;
+  };
+  if (have_file) {
+    env_ = Environments().Get({file.st_dev, file.st_ino}, open_environment);
+  } else if (MDB_env* env = open_environment()) {
+    env_.reset(env, mdb_env_close);  // refused below, after LMDB's own error had its chance
   }
-  env_ = open.env;
+  open.env = env_.get();
   if (!fault.empty()) Corrupt("opening it: " + fault);
   if (open.rc != MDB_SUCCESS) {
     const int rc = open.rc;
@@ -215,9 +200,9 @@ LmdbRecords::LmdbRecords(const std::string& path, const std::string& owner)
   CORTADO_REQUIRE(have_file, owner_, "cannot open LMDB '", path_, "': data.mdb is not a file");
   const uint64_t file_bytes = static_cast<uint64_t>(file.st_size);
   MDB_envinfo info{};
-  mdb_env_info(env_, &info);
+  mdb_env_info(env_.get(), &info);
   MDB_stat env_stat{};
-  mdb_env_stat(env_, &env_stat);
+  mdb_env_stat(env_.get(), &env_stat);
   const uint64_t page = env_stat.ms_psize;
   const uint64_t pages_bytes = (static_cast<uint64_t>(info.me_last_pgno) + 1) * page;
   if (info.me_last_pgno >= (uint64_t{1} << 48) || pages_bytes > file_bytes) {
@@ -269,18 +254,8 @@ LmdbRecords::~LmdbRecords() { Close(); }
 void LmdbRecords::Close() {
   if (cursor_) mdb_cursor_close(cursor_);
   if (txn_) mdb_txn_abort(txn_);
-  if (env_ && shared_file_) {
-    std::lock_guard<std::mutex> lock(EnvironmentsMutex());
-    auto shared = Environments().find(*shared_file_);
-    if (--shared->second.users == 0) {
-      mdb_env_close(env_);
-      Environments().erase(shared);
-    }
-  } else if (env_) {
-    mdb_env_close(env_);
-  }
-  cursor_ = nullptr, txn_ = nullptr, env_ = nullptr;
-  shared_file_.reset();
+  cursor_ = nullptr, txn_ = nullptr;
+  env_.reset();
   keys_.clear();
   values_.clear();
 }

@@ -1,7 +1,7 @@
 // leveldb_test.cpp — LevelDB through the backend-neutral interfaces: DbWriter/RecordSource round trips
 // in key order for both backends, batched writes, dropped tails, refusals and one-line errors naming the
-// path, concurrent reads, one database opened twice in a process, and the Data layer giving the same
-// batches from a LevelDB as from an LMDB, exact resume included.
+// path, concurrent reads, one database opened twice in a process and by threads at once, and the Data
+// layer giving the same batches from a LevelDB as from an LMDB, exact resume included.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -186,6 +186,33 @@ TEST(Leveldb, OneDatabaseOpenedTwiceInAProcess) {
   }
   LeveldbRecords again(path, "again");  // closed and unlocked with the last reader
   EXPECT_EQ(again.value(0), Value(0));
+}
+
+// Both backends let a process open a database once, so their readers share one handle per database
+// (a train and a test net, data-parallel ranks). Threads opening it while others close it each see
+// every record: a second LMDB environment would reset the reader table, and a reader starting then
+// saw the empty first meta page ("holds no records"); a LevelDB handle still closing holds its LOCK.
+TEST(Leveldb, ThreadsOpeningOneDatabaseAtOnceEachSeeEveryRecordLikeLmdb) {
+  for (const auto& [backend, rounds] : {std::pair{DataParameter::LMDB, 150}, std::pair{DataParameter::LEVELDB, 15}}) {
+    const std::string path = WriteShuffled(backend, TempDir() + "/db" + std::to_string(backend), 20);
+    const int threads = 4;
+    std::vector<std::string> problems(threads);
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, t, rounds = rounds, backend = backend] {
+        for (int round = 0; round < rounds && problems[t].empty(); ++round) {
+          try {
+            const auto records = OpenRecords(backend, path, "layer d" + std::to_string(t) + " (Data)");
+            if (records->size() != 20 || records->value(19) != Value(19))
+              problems[t] = "round " + std::to_string(round) + ": " + std::to_string(records->size()) + " records";
+          } catch (const Error& e) {
+            problems[t] = e.what();
+          }
+        }
+      });
+    for (auto& worker : workers) worker.join();
+    for (int t = 0; t < threads; ++t) EXPECT_EQ(problems[t], "") << "thread " << t;
+  }
 }
 
 TEST(Leveldb, DataLayerGivesTheLmdbBatchesAndResumesExactly) {

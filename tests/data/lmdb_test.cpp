@@ -3,8 +3,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <thread>
-#include <vector>
 
 #include "cortado/data.hpp"
 #include "cortado/error.hpp"
@@ -80,35 +78,6 @@ TEST(Lmdb, EmptyDatabaseIsAnError) {
   const std::string path = TempDir() + "/db";
   LmdbWriter(path, "test").Finish();
   EXPECT_NE(ErrorOf([&] { LmdbRecords records(path, "d"); }).find("holds no records"), std::string::npos);
-}
-
-// LMDB lets a process open a database once: a second open in the same process resets the shared
-// reader table, and a reader starting meanwhile saw the empty first meta page ("holds no records").
-// Train and test nets, and data-parallel ranks in one process, open one database at once.
-TEST(Lmdb, ThreadsOpeningOneDatabaseAtOnceEachSeeEveryRecord) {
-  const std::string path = TempDir() + "/db";
-  {
-    LmdbWriter writer(path, "test");
-    for (int i = 0; i < 20; ++i) writer.Put(Key(i), "value" + std::to_string(i));
-    writer.Finish();
-  }
-  const int threads = 4, rounds = 150;
-  std::vector<std::string> problems(threads);
-  std::vector<std::thread> workers;
-  for (int t = 0; t < threads; ++t)
-    workers.emplace_back([&, t] {
-      for (int round = 0; round < rounds && problems[t].empty(); ++round) {
-        try {
-          LmdbRecords records(path, "layer d" + std::to_string(t) + " (Data)");
-          if (records.size() != 20 || records.value(19) != "value19")
-            problems[t] = "round " + std::to_string(round) + ": " + std::to_string(records.size()) + " records";
-        } catch (const Error& e) {
-          problems[t] = e.what();
-        }
-      }
-    });
-  for (auto& worker : workers) worker.join();
-  for (int t = 0; t < threads; ++t) EXPECT_EQ(problems[t], "") << "thread " << t;
 }
 
 TEST(Lmdb, WriterNeverOverwrites) {
