@@ -15,7 +15,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/warp/warp_reduce.cuh>
 
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, kThreads, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, kThreads, CORTADO_LAUNCH
 #include "cortado/kernels/channel_sums.hpp"
 
 namespace cortado::cuda {
@@ -114,11 +114,11 @@ void QueueChannelSums(Context& ctx, int64_t num, int64_t channels, int64_t spati
   l.wrap = (channels - 1) * l.spatial;
   double* partial = reinterpret_cast<double*>(scratch);
   cudaStream_t stream = Stream(ctx);
-  ChunkSumsKernel<<<static_cast<unsigned>(channels * l.chunks), kThreads, 0, stream>>>(l, term, partial);
-  CORTADO_CUDA_LAUNCH_CHECK();
-  FinishChannelSumsKernel<Term::kSums><<<static_cast<unsigned>((channels + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                                         kThreads, 0, stream>>>(channels, l.chunks, partial, finish);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(ChunkSumsKernel<Term>, static_cast<unsigned>(channels * l.chunks), kThreads, 0, stream, l, term,
+                 partial);
+  CORTADO_LAUNCH((FinishChannelSumsKernel<Term::kSums, Finish>),
+                 static_cast<unsigned>((channels + kWarpsPerBlock - 1) / kWarpsPerBlock), kThreads, 0, stream, channels,
+                 l.chunks, partial, finish);
 }
 
 }  // namespace cortado::cuda

@@ -55,8 +55,31 @@ const char* CublasStatusText(cublasStatus_t status);
   } while (0)
 #endif
 
-// A kernel launch: checks the launch itself (configuration errors) without waiting for the kernel.
+// Every kernel launch goes through CORTADO_LAUNCH(kernel, grid, block, shared_bytes, stream, args...):
+// an empty grid (no elements) launches nothing, and a launch the device refuses (a bad configuration)
+// throws with the launch's own text, without waiting for the kernel. A kernel template with commas in
+// its arguments is written in parentheses: CORTADO_LAUNCH((Sums<Term, 2>), ...).
+#define CORTADO_LAUNCH(kernel, grid, block, shared_bytes, stream, ...)                                  \
+  ::cortado::cuda::Launch("CORTADO_LAUNCH(" #kernel ", " #grid ", " #block ")", __FILE__, __LINE__, (grid), \
+                          (block), (shared_bytes), (stream), kernel, __VA_ARGS__)
+
+// The older form, a check after a hand-written <<<>>> launch; goes once every launch uses CORTADO_LAUNCH.
 #define CORTADO_CUDA_LAUNCH_CHECK() CORTADO_CUDA_CHECK(cudaGetLastError())
+
+namespace cortado::cuda {
+
+template <typename... Params, typename... Args>
+void Launch(const char* text, const char* file, int line, dim3 grid, dim3 block, size_t shared_bytes,
+            cudaStream_t stream, void (*kernel)(Params...), Args&&... args) {
+  if (static_cast<size_t>(grid.x) * grid.y * grid.z == 0) return;
+#if defined(__CUDACC__)
+  kernel<<<grid, block, shared_bytes, stream>>>(static_cast<Params>(args)...);
+#endif
+  const cudaError_t status = cudaGetLastError();
+  if (status != cudaSuccess) FailedCall("cuda", text, cudaGetErrorString(status), file, line);
+}
+
+}  // namespace cortado::cuda
 
 namespace cortado::cuda {
 

@@ -7,7 +7,7 @@
 #include <cub/block/block_reduce.cuh>
 
 #include "cortado/cuda/loss_sums.cuh"  // LabelOf
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"
 
 namespace cortado {
@@ -77,11 +77,9 @@ int64_t AccuracyForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_
   CORTADO_CUDA_CHECK(cudaMemsetAsync(counters, 0, AccuracyWorkFloats(channels) * sizeof(unsigned), stream));
   CORTADO_CUDA_CHECK(cudaMemsetAsync(counters + kFlag, 0xff, sizeof(unsigned), stream));
   const int64_t positions = outer * inner;
-  AccuracyCountKernel<<<cuda::BlocksFor(positions), cuda::kThreads, 0, stream>>>(
-      positions, channels, inner, top_k, has_ignore, ignore_label, x, label, per_class != nullptr, counters);
-  CORTADO_CUDA_LAUNCH_CHECK();
-  AccuracyFinishKernel<<<1, cuda::kThreads, 0, stream>>>(channels, counters, accuracy, per_class);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(AccuracyCountKernel, cuda::BlocksFor(positions), cuda::kThreads, 0, stream, positions, channels, inner,
+                 top_k, has_ignore, ignore_label, x, label, per_class != nullptr, counters);
+  CORTADO_LAUNCH(AccuracyFinishKernel, 1, cuda::kThreads, 0, stream, channels, counters, accuracy, per_class);
   return FirstBadLabelGpu(ctx, work + kFlag, label, bad_value_host);
 }
 

@@ -1,6 +1,6 @@
 // batch_reindex.cu — BatchReindex's kernels (kernels/zoo.hpp): the row gather that marks a bad index,
 // and the backward pass in which every element of dx sums its picks in increasing k (no atomics).
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
 #include "cortado/kernels/zoo.hpp"
 
@@ -44,9 +44,8 @@ int64_t BatchReindexForwardGpu(Context& ctx, int64_t num, int64_t count, int64_t
   const int64_t lanes = dim > 0 ? dim : 1, total = count * lanes;
   const cudaStream_t stream = cuda::Stream(ctx);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof(unsigned), stream));
-  BatchReindexForwardKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, stream>>>(
-      total, num, dim, lanes, idx, x, y, reinterpret_cast<unsigned*>(flag));
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(BatchReindexForwardKernel, cuda::BlocksFor(total), cuda::kThreads, 0, stream, total, num, dim, lanes,
+                 idx, x, y, reinterpret_cast<unsigned*>(flag));
   return FirstBadLabelGpu(ctx, flag, idx, bad_value_host);
 }
 
@@ -54,9 +53,8 @@ void BatchReindexBackwardGpu(Context& ctx, int64_t num, int64_t count, int64_t d
                              const float* dy, float* dx) {
   const int64_t total = num * dim;
   if (total == 0) return;
-  BatchReindexBackwardKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx)>>>(total, count, dim,
-                                                                                                 idx, dy, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(BatchReindexBackwardKernel, cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx), total, count,
+                 dim, idx, dy, dx);
 }
 
 }  // namespace cortado

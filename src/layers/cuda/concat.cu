@@ -26,9 +26,8 @@ void CopyRowsGpu(Context& ctx, int64_t rows, int64_t len, const float* src, int6
     return;
   }
   const int64_t total = rows * len;
-  CopyRowsKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx)>>>(total, len, src, src_stride, dst,
-                                                                                  dst_stride);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(CopyRowsKernel, cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx), total, len, src,
+                 src_stride, dst, dst_stride);
 }
 
 }  // namespace cortado

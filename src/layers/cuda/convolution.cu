@@ -2,7 +2,7 @@
 // in im2col.hpp's layout, and the per-channel bias and its gradient. In a CUDA build without cuDNN it
 // also holds the cuDNN engine's stand-ins, which say that engine is missing.
 
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/error.hpp"
 #include "cortado/kernels/dense.hpp"
 
@@ -80,22 +80,22 @@ Geometry WithOutputSize(const ConvGeometry& g) { return {g, g.out_h(), g.out_w()
 void Im2ColGpu(Context& ctx, const float* image, const ConvGeometry& g, float* col) {
   const int64_t n = static_cast<int64_t>(g.channels) * g.out_size();
   if (n == 0) return;
-  Im2ColKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, WithOutputSize(g), image, col);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(Im2ColKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, WithOutputSize(g), image,
+                 col);
 }
 
 void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* image) {
   const int64_t n = static_cast<int64_t>(g.channels) * g.height * g.width;
   if (n == 0) return;
-  Col2ImKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, WithOutputSize(g), col, image);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(Col2ImKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, WithOutputSize(g), col,
+                 image);
 }
 
 void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* bias, float* y) {
   const int64_t n = num * channels * spatial;
   if (n == 0) return;
-  AddChannelBiasKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, channels, spatial, bias, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(AddChannelBiasKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, channels, spatial,
+                 bias, y);
 }
 
 #ifndef CORTADO_WITH_CUDNN

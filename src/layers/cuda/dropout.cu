@@ -2,7 +2,7 @@
 // number from a counter-based generator: output i of SplitMix64 seeded with `seed` (the layer draws
 // a fresh seed from the context's RNG before each step and the kernel reads it from `seed`, a
 // StepInputs word), so no generator state lives on the device.
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/neuron.hpp"
 
 namespace cortado {
@@ -33,9 +33,8 @@ __global__ void DropoutForwardKernel(int64_t n, const uint64_t* seed_word, uint6
 void DropoutForwardGpu(Context& ctx, int64_t n, const uint64_t* seed, uint64_t threshold, float scale, const float* x,
                        float* mask, float* y) {
   if (n == 0) return;
-  DropoutForwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, seed, threshold, scale, x,
-                                                                                    mask, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(DropoutForwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, seed, threshold,
+                 scale, x, mask, y);
 }
 
 }  // namespace cortado

@@ -1,6 +1,6 @@
 // eltwise.cu — Eltwise MAX's kernels (kernels/neuron.hpp): the running maximum with the winning
 // bottom's index in a mask (strict >, so ties keep the first bottom, as on the CPU), and its gradient.
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/neuron.hpp"
 
 namespace cortado {
@@ -24,15 +24,14 @@ __global__ void MaxBackwardKernel(int64_t n, const float* mask, float k, const f
 
 void EltwiseMaxStepGpu(Context& ctx, int64_t n, const float* x, int k, float* y, float* mask) {
   if (n == 0) return;
-  MaxStepKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, x, static_cast<float>(k), y, mask);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MaxStepKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, x, static_cast<float>(k),
+                 y, mask);
 }
 
 void EltwiseMaxBackwardGpu(Context& ctx, int64_t n, const float* mask, int k, const float* dy, float* dx) {
   if (n == 0) return;
-  MaxBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, mask, static_cast<float>(k), dy,
-                                                                                 dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MaxBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, mask,
+                 static_cast<float>(k), dy, dx);
 }
 
 }  // namespace cortado

@@ -2,7 +2,7 @@
 // and the weight gradient's atomicAdd scatter.
 #include <cmath>
 
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
 #include "cortado/kernels/zoo.hpp"
 
@@ -47,9 +47,8 @@ int64_t EmbedForwardGpu(Context& ctx, int64_t m, int64_t n, int64_t k, const flo
   const cudaStream_t stream = cuda::Stream(ctx);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof(unsigned), stream));
   const int64_t total = m * n;
-  EmbedForwardKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, stream>>>(total, n, k, x, w, b, y,
-                                                                           reinterpret_cast<unsigned*>(flag));
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(EmbedForwardKernel, cuda::BlocksFor(total), cuda::kThreads, 0, stream, total, n, k, x, w, b, y,
+                 reinterpret_cast<unsigned*>(flag));
   return FirstBadLabelGpu(ctx, flag, x, bad_value_host);
 }
 
@@ -57,9 +56,8 @@ void EmbedWeightGradientGpu(Context& ctx, int64_t m, int64_t n, int64_t k, const
                             float* dw) {
   const int64_t total = m * n;
   if (total == 0) return;
-  EmbedWeightGradientKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx)>>>(total, n, k, x, dy,
-                                                                                              dw);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(EmbedWeightGradientKernel, cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx), total, n, k,
+                 x, dy, dw);
 }
 
 }  // namespace cortado

@@ -2,7 +2,7 @@
 // in double (like the CPU's double sum, and in a fixed order, so the same inputs give the same loss);
 // it is written to the loss top on the device, so Forward queues it without waiting. The gradient
 // reads dloss from the top's diff on the device for the same reason.
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/neuron.hpp"
 
 namespace cortado {
@@ -36,16 +36,14 @@ __global__ void ScaledDifferenceKernel(int64_t n, const float* a, const float* b
 }  // namespace
 
 void EuclideanLossForwardGpu(Context& ctx, int64_t n, const float* a, const float* b, double divisor, float* loss) {
-  SquaredDistanceKernel<<<1, kReduceThreads, 0, cuda::Stream(ctx)>>>(n, a, b, divisor, loss);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(SquaredDistanceKernel, 1, kReduceThreads, 0, cuda::Stream(ctx), n, a, b, divisor, loss);
 }
 
 void EuclideanLossBackwardGpu(Context& ctx, int64_t n, const float* a, const float* b, const float* dloss,
                               float divisor, float sign, float* d) {
   if (n == 0) return;
-  ScaledDifferenceKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, a, b, dloss, divisor, sign,
-                                                                                      d);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(ScaledDifferenceKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, a, b, dloss,
+                 divisor, sign, d);
 }
 
 }  // namespace cortado

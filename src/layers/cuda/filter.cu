@@ -37,16 +37,15 @@ void FilterUploadMapsGpu(Context& ctx, const std::vector<int>& maps_host, int* m
 void FilterForwardGpu(Context& ctx, int64_t selected, int64_t dim, const int* maps, const float* x, float* y) {
   const int64_t total = selected * dim;
   if (total == 0) return;
-  FilterForwardKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx)>>>(total, dim, maps, x, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(FilterForwardKernel, cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx), total, dim, maps, x,
+                 y);
 }
 
 void FilterBackwardGpu(Context& ctx, int64_t num, int64_t dim, const int* maps, const float* dy, float* dx) {
   const int64_t total = num * dim;
   if (total == 0) return;
-  FilterBackwardKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx)>>>(total, dim, maps + num, dy,
-                                                                                         dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(FilterBackwardKernel, cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx), total, dim,
+                 maps + num, dy, dx);
 }
 
 }  // namespace cortado

@@ -3,7 +3,7 @@
 // on the device for the backward pass, and a bad label is marked in one device word that the forward
 // pass reads back (FirstBadLabelGpu).
 #include "cortado/cuda/loss_sums.cuh"
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
 #include "cortado/kernels/zoo.hpp"
 
@@ -73,19 +73,16 @@ int64_t InfogainLossForwardGpu(Context& ctx, int64_t outer, int64_t channels, in
   double* partial_count = PartialCount(work);
   unsigned* flag = cuda::LossFlag(work);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof(unsigned), stream));
-  InfogainPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(outer * inner, channels, inner, prob, label, h,
-                                                                  has_ignore, ignore_label, partial_loss,
-                                                                  partial_count, flag);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(InfogainPartialsKernel, kLossBlocks, cuda::kThreads, 0, stream, outer * inner, channels, inner, prob,
+                 label, h, has_ignore, ignore_label, partial_loss, partial_count, flag);
   cuda::QueueLossFinish(ctx, work, by_valid_count, normalizer, loss);
   return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
 
 void InfogainRowSumsGpu(Context& ctx, int64_t channels, const float* h, float* row_sums) {
   if (channels == 0) return;
-  InfogainRowSumsKernel<<<cuda::BlocksFor(channels), cuda::kThreads, 0, cuda::Stream(ctx)>>>(channels, h,
-                                                                                              row_sums);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(InfogainRowSumsKernel, cuda::BlocksFor(channels), cuda::kThreads, 0, cuda::Stream(ctx), channels, h,
+                 row_sums);
 }
 
 void InfogainLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* prob,
@@ -93,9 +90,8 @@ void InfogainLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int6
                              int ignore_label, const float* dloss, const float* work, float* dx) {
   const int64_t n = outer * channels * inner;
   if (n == 0) return;
-  InfogainBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      n, channels, inner, prob, label, h, row_sums, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(InfogainBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, channels, inner,
+                 prob, label, h, row_sums, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
 }
 
 }  // namespace cortado

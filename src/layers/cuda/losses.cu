@@ -5,7 +5,7 @@
 #include <cfloat>
 
 #include "cortado/cuda/loss_sums.cuh"  // kLossBlocks, LabelOf, StoreLossPartials, QueueLossFinish
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
 #include "cortado/kernels/loss.hpp"
 
@@ -38,9 +38,8 @@ __global__ void LossFinishKernel(const double* partial_loss, const double* parti
 }
 
 void QueueLossFinish(Context& ctx, float* work, bool by_count, double normalizer, float* loss) {
-  LossFinishKernel<<<1, 1, 0, Stream(ctx)>>>(PartialLoss(work), PartialCount(work), by_count, normalizer,
-                                             work + kLossNormalizer, loss);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(LossFinishKernel, 1, 1, 0, Stream(ctx), PartialLoss(work), PartialCount(work), by_count, normalizer,
+                 work + kLossNormalizer, loss);
 }
 
 }  // namespace cuda
@@ -177,25 +176,22 @@ __global__ void MultinomialBackwardKernel(int64_t num, int64_t dim, const float*
 void SigmoidCrossEntropyLossForwardGpu(Context& ctx, int64_t n, const float* x, const float* t, bool has_ignore,
                                        int ignore_label, bool by_valid_count, double normalizer, float* work,
                                        float* loss) {
-  SigmoidCrossEntropyPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      n, x, t, has_ignore, ignore_label, PartialLoss(work), PartialCount(work));
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(SigmoidCrossEntropyPartialsKernel, kLossBlocks, cuda::kThreads, 0, cuda::Stream(ctx), n, x, t,
+                 has_ignore, ignore_label, PartialLoss(work), PartialCount(work));
   cuda::QueueLossFinish(ctx, work, by_valid_count, normalizer, loss);
 }
 
 void SigmoidCrossEntropyLossBackwardGpu(Context& ctx, int64_t n, const float* x, const float* t, bool has_ignore,
                                         int ignore_label, const float* dloss, const float* work, float* dx) {
   if (n == 0) return;
-  SigmoidCrossEntropyBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      n, x, t, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(SigmoidCrossEntropyBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, x, t,
+                 has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
 }
 
 void ContrastiveLossForwardGpu(Context& ctx, int64_t num, int64_t channels, const float* a, const float* b,
                                const float* y, float margin, bool legacy, float* dist_sq, float* work, float* loss) {
-  ContrastivePartialsKernel<<<kLossBlocks, cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      num, channels, a, b, y, margin, legacy, dist_sq, PartialLoss(work), PartialCount(work));
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(ContrastivePartialsKernel, kLossBlocks, cuda::kThreads, 0, cuda::Stream(ctx), num, channels, a, b, y,
+                 margin, legacy, dist_sq, PartialLoss(work), PartialCount(work));
   cuda::QueueLossFinish(ctx, work, false, 2.0 * static_cast<double>(num), loss);
 }
 
@@ -204,18 +200,16 @@ void ContrastiveLossBackwardGpu(Context& ctx, int64_t num, int64_t channels, con
                                 const float* dloss, float sign, float* dx) {
   const int64_t n = num * channels;
   if (n == 0) return;
-  ContrastiveBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      num, channels, a, b, y, dist_sq, margin, legacy, dloss, sign, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(ContrastiveBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), num, channels, a,
+                 b, y, dist_sq, margin, legacy, dloss, sign, dx);
 }
 
 int64_t HingeLossForwardGpu(Context& ctx, int64_t num, int64_t dim, const float* x, const float* label, bool l2,
                             float* work, float* loss, float* bad_value_host) {
   const cudaStream_t stream = cuda::Stream(ctx);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(LossFlag(work), 0xff, sizeof(unsigned), stream));
-  HingePartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(num, dim, x, label, l2, PartialLoss(work),
-                                                              PartialCount(work), LossFlag(work));
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(HingePartialsKernel, kLossBlocks, cuda::kThreads, 0, stream, num, dim, x, label, l2, PartialLoss(work),
+                 PartialCount(work), LossFlag(work));
   cuda::QueueLossFinish(ctx, work, false, static_cast<double>(num), loss);
   return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
@@ -224,18 +218,16 @@ void HingeLossBackwardGpu(Context& ctx, int64_t num, int64_t dim, const float* x
                           const float* dloss, float* dx) {
   const int64_t n = num * dim;
   if (n == 0) return;
-  HingeBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(num, dim, x, label, l2, dloss,
-                                                                                   dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(HingeBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), num, dim, x, label, l2,
+                 dloss, dx);
 }
 
 int64_t MultinomialLogisticLossForwardGpu(Context& ctx, int64_t num, int64_t dim, const float* prob,
                                           const float* label, float* work, float* loss, float* bad_value_host) {
   const cudaStream_t stream = cuda::Stream(ctx);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(LossFlag(work), 0xff, sizeof(unsigned), stream));
-  MultinomialPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(num, dim, prob, label, PartialLoss(work),
-                                                                    PartialCount(work), LossFlag(work));
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MultinomialPartialsKernel, kLossBlocks, cuda::kThreads, 0, stream, num, dim, prob, label,
+                 PartialLoss(work), PartialCount(work), LossFlag(work));
   cuda::QueueLossFinish(ctx, work, false, static_cast<double>(num), loss);
   return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
@@ -244,9 +236,8 @@ void MultinomialLogisticLossBackwardGpu(Context& ctx, int64_t num, int64_t dim, 
                                         const float* label, const float* dloss, float* dprob) {
   const int64_t n = num * dim;
   if (n == 0) return;
-  MultinomialBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(num, dim, prob, label,
-                                                                                         dloss, dprob);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MultinomialBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), num, dim, prob,
+                 label, dloss, dprob);
 }
 
 }  // namespace cortado

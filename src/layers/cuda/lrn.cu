@@ -1,6 +1,6 @@
 // lrn.cu — LRN's kernels (kernels/norm.hpp): one thread per element sums its window (across channels
 // or within its plane) in float, in increasing index order, as lrn.cpp does.
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/norm.hpp"
 
 namespace cortado {
@@ -52,16 +52,15 @@ int64_t Count(const LrnShape& s) { return s.num * s.channels * s.height * s.widt
 void LrnForwardGpu(Context& ctx, const LrnShape& s, const float* x, float* scale, float* y) {
   const int64_t n = Count(s);
   if (n == 0) return;
-  LrnForwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, scale, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(LrnForwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, scale, y);
 }
 
 void LrnBackwardGpu(Context& ctx, const LrnShape& s, const float* x, const float* y, const float* scale,
                     const float* dy, float* dx) {
   const int64_t n = Count(s);
   if (n == 0) return;
-  LrnBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y, scale, dy, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(LrnBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y, scale, dy,
+                 dx);
 }
 
 }  // namespace cortado

@@ -4,7 +4,7 @@
 //   forward:  c = cont_n·f·c_prev + i·g,  h = o·tanh(c)
 //   backward: dc̃ = dc + dh·o·(1 − tanh²c);  dc_prev = cont_n·f·dc̃;  the gate inputs' gradients are
 //             dc̃·g·i(1−i), dc̃·cont_n·c_prev·f(1−f), dh·tanh(c)·o(1−o), dc̃·i·(1−g²).
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/recurrent.hpp"
 
 namespace cortado {
@@ -60,18 +60,16 @@ void LstmUnitForwardGpu(Context& ctx, int n, int d, const float* c_prev, const f
                         float* c, float* h) {
   const int64_t total = static_cast<int64_t>(n) * d;
   if (total == 0) return;
-  LstmUnitForwardKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx)>>>(total, d, c_prev, x,
-                                                                                          cont, c, h);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(LstmUnitForwardKernel, cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx), total, d, c_prev,
+                 x, cont, c, h);
 }
 
 void LstmUnitBackwardGpu(Context& ctx, int n, int d, const float* c_prev, const float* x, const float* cont,
                          const float* c, const float* dc, const float* dh, float* dc_prev, float* dx) {
   const int64_t total = static_cast<int64_t>(n) * d;
   if (total == 0 || (!dc_prev && !dx)) return;
-  LstmUnitBackwardKernel<<<cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      total, d, c_prev, x, cont, c, dc, dh, dc_prev, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(LstmUnitBackwardKernel, cuda::BlocksFor(total), cuda::kThreads, 0, cuda::Stream(ctx), total, d, c_prev,
+                 x, cont, c, dc, dh, dc_prev, dx);
 }
 
 }  // namespace cortado

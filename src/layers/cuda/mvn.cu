@@ -3,7 +3,7 @@
 // the top may be the bottom and dx may be dy.
 #include <cub/block/block_reduce.cuh>
 
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_LAUNCH
 #include "cortado/kernels/zoo.hpp"
 
 namespace cortado {
@@ -83,17 +83,15 @@ __global__ void MVNBackwardKernel(int64_t rows, int64_t dim, bool normalize_vari
 void MVNForwardGpu(Context& ctx, int64_t rows, int64_t dim, bool normalize_variance, float eps, const float* x,
                    float* y, float* scale) {
   if (rows == 0 || dim == 0) return;
-  MVNForwardKernel<<<GridFor(rows), cuda::kThreads, 0, cuda::Stream(ctx)>>>(rows, dim, normalize_variance, eps, x,
-                                                                            y, scale);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MVNForwardKernel, GridFor(rows), cuda::kThreads, 0, cuda::Stream(ctx), rows, dim, normalize_variance,
+                 eps, x, y, scale);
 }
 
 void MVNBackwardGpu(Context& ctx, int64_t rows, int64_t dim, bool normalize_variance, const float* y,
                     const float* dy, const float* scale, float* dx) {
   if (rows == 0 || dim == 0) return;
-  MVNBackwardKernel<<<GridFor(rows), cuda::kThreads, 0, cuda::Stream(ctx)>>>(rows, dim, normalize_variance, y, dy,
-                                                                             scale, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MVNBackwardKernel, GridFor(rows), cuda::kThreads, 0, cuda::Stream(ctx), rows, dim, normalize_variance,
+                 y, dy, scale, dx);
 }
 
 }  // namespace cortado

@@ -2,7 +2,7 @@
 // index-mapped copy for Crop, a repeat and a sum over copies for Tile, a block reduction per row for
 // Reduction and a per-search selection of the top_k (value, index) pairs for ArgMax.
 #include "cortado/blob.hpp"            // Blob::kMaxAxes
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/shape_ops.hpp"
 
 namespace cortado {
@@ -135,46 +135,40 @@ void CropCopyGpu(Context& ctx, int num_axes, const int* top_shape, const int* bo
     n *= top_shape[d];
   }
   if (n == 0) return;
-  CropKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, g, src, dst, backward);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(CropKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, g, src, dst, backward);
 }
 
 void TileForwardGpu(Context& ctx, int64_t outer, int64_t inner, int tiles, const float* x, float* y) {
   const int64_t n = outer * tiles * inner;
   if (n == 0) return;
-  TileForwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, inner, tiles, x, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(TileForwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, inner, tiles, x, y);
 }
 
 void TileBackwardGpu(Context& ctx, int64_t outer, int64_t inner, int tiles, const float* dy, float* dx) {
   const int64_t n = outer * inner;
   if (n == 0) return;
-  TileBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, inner, tiles, dy, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(TileBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, inner, tiles, dy, dx);
 }
 
 void ReductionForwardGpu(Context& ctx, int op, int64_t num, int64_t dim, float coeff, const float* x, float* y) {
   if (num == 0) return;
   const int blocks = static_cast<int>(num < 65535 * 8 ? num : 65535 * 8);
-  ReductionForwardKernel<<<blocks, cuda::kThreads, 0, cuda::Stream(ctx)>>>(op, num, dim, coeff, x, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(ReductionForwardKernel, blocks, cuda::kThreads, 0, cuda::Stream(ctx), op, num, dim, coeff, x, y);
 }
 
 void ReductionBackwardGpu(Context& ctx, int op, int64_t num, int64_t dim, float coeff, const float* x,
                           const float* dy, float* dx) {
   const int64_t n = num * dim;
   if (n == 0) return;
-  ReductionBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(op, n, dim, coeff, x, dy,
-                                                                                      dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(ReductionBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), op, n, dim, coeff,
+                 x, dy, dx);
 }
 
 void ArgMaxForwardGpu(Context& ctx, int64_t num, int dim, int64_t stride, int top_k, bool pairs_layout,
                       bool write_values, const float* x, float* y) {
   if (num == 0) return;
-  ArgMaxKernel<<<cuda::BlocksFor(num), cuda::kThreads, 0, cuda::Stream(ctx)>>>(num, dim, stride, top_k,
-                                                                             pairs_layout, write_values, x, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(ArgMaxKernel, cuda::BlocksFor(num), cuda::kThreads, 0, cuda::Stream(ctx), num, dim, stride, top_k,
+                 pairs_layout, write_values, x, y);
 }
 
 }  // namespace cortado

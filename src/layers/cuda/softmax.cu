@@ -5,7 +5,7 @@
 // combines them with shuffles.
 #include <cmath>
 
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"
 
 namespace cortado {
@@ -107,13 +107,12 @@ void SoftmaxForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t in
   const int64_t positions = outer * inner;
   if (positions == 0 || channels == 0) return;
   if (inner >= kThreadPerPositionInner) {
-    SoftmaxForwardThreadKernel<<<cuda::BlocksFor(positions), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-        positions, channels, inner, x, y);
+    CORTADO_LAUNCH(SoftmaxForwardThreadKernel, cuda::BlocksFor(positions), cuda::kThreads, 0, cuda::Stream(ctx),
+                   positions, channels, inner, x, y);
   } else {
-    SoftmaxForwardWarpKernel<<<WarpBlocks(positions), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-        positions, channels, inner, x, y);
+    CORTADO_LAUNCH(SoftmaxForwardWarpKernel, WarpBlocks(positions), cuda::kThreads, 0, cuda::Stream(ctx), positions,
+                   channels, inner, x, y);
   }
-  CORTADO_CUDA_LAUNCH_CHECK();
 }
 
 void SoftmaxBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* y,
@@ -121,13 +120,12 @@ void SoftmaxBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t i
   const int64_t positions = outer * inner;
   if (positions == 0 || channels == 0) return;
   if (inner >= kThreadPerPositionInner) {
-    SoftmaxBackwardThreadKernel<<<cuda::BlocksFor(positions), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-        positions, channels, inner, y, dy, dx);
+    CORTADO_LAUNCH(SoftmaxBackwardThreadKernel, cuda::BlocksFor(positions), cuda::kThreads, 0, cuda::Stream(ctx),
+                   positions, channels, inner, y, dy, dx);
   } else {
-    SoftmaxBackwardWarpKernel<<<WarpBlocks(positions), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-        positions, channels, inner, y, dy, dx);
+    CORTADO_LAUNCH(SoftmaxBackwardWarpKernel, WarpBlocks(positions), cuda::kThreads, 0, cuda::Stream(ctx), positions,
+                   channels, inner, y, dy, dx);
   }
-  CORTADO_CUDA_LAUNCH_CHECK();
 }
 
 }  // namespace cortado

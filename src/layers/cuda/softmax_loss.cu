@@ -5,7 +5,7 @@
 #include <cfloat>
 
 #include "cortado/cuda/loss_sums.cuh"
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"
 
 namespace cortado {
@@ -76,9 +76,8 @@ int64_t SoftmaxLossForwardGpu(Context& ctx, int64_t outer, int64_t channels, int
   double* partial_count = PartialCount(work);
   unsigned* flag = cuda::LossFlag(work);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(flag, 0xff, sizeof(unsigned), stream));
-  LossPartialsKernel<<<kLossBlocks, cuda::kThreads, 0, stream>>>(outer * inner, channels, inner, prob, label, has_ignore,
-                                                              ignore_label, partial_loss, partial_count, flag);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(LossPartialsKernel, kLossBlocks, cuda::kThreads, 0, stream, outer * inner, channels, inner, prob,
+                 label, has_ignore, ignore_label, partial_loss, partial_count, flag);
   cuda::QueueLossFinish(ctx, work, by_valid_count, normalizer, loss);
   return FirstBadLabelGpu(ctx, work + cuda::kLossFlag, label, bad_value_host);
 }
@@ -88,9 +87,8 @@ void SoftmaxLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64
                             const float* work, float* dx) {
   const int64_t n = outer * channels * inner;
   if (n == 0) return;
-  LossBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(
-      n, channels, inner, prob, label, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(LossBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, channels, inner, prob,
+                 label, has_ignore, ignore_label, dloss, work + cuda::kLossNormalizer, dx);
 }
 
 }  // namespace cortado

@@ -3,7 +3,7 @@
 
 #include <cmath>
 
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_CHECK, CORTADO_CUDA_LAUNCH_CHECK
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_CHECK, CORTADO_LAUNCH
 #include "step_stats.hpp"
 
 namespace cortado::step_stats {
@@ -55,10 +55,9 @@ void ResetLosses(Context& ctx, float* state) {
 void Queue(Context& ctx, int64_t n, const float* g, float grad_scale, float clip, int iter_size, int average,
            const uint64_t* iter_word, float* loss, float* state) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  SumSquaresKernel<<<kBlocks, cuda::kThreads, 0, stream>>>(n, g, grad_scale, reinterpret_cast<double*>(state));
-  CORTADO_CUDA_LAUNCH_CHECK();
-  FinishKernel<<<1, 1, 0, stream>>>(clip, iter_size, average, iter_word, loss, state);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(SumSquaresKernel, kBlocks, cuda::kThreads, 0, stream, n, g, grad_scale,
+                 reinterpret_cast<double*>(state));
+  CORTADO_LAUNCH(FinishKernel, 1, 1, 0, stream, clip, iter_size, average, iter_word, loss, state);
 }
 
 }  // namespace cortado::step_stats
