@@ -347,7 +347,6 @@ class PipelineDataLayer : public Layer, protected RecordLoader {
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
-  bool HasGpuImplementation() const override;
   bool CanCheckLabels() const override { return true; }  // GPU nets: the batch's labels, on the host
 
   // Records handed to the net by Forward so far (the rand_skip records and batches still waiting in

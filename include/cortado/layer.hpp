@@ -74,8 +74,10 @@ class Layer {
   // Whether Forward may change the shapes of the tops (Filter: as many rows as were selected); the
   // Net then reshapes the layers after it on each pass.
   virtual bool ReshapesTopsInForward() const { return false; }
-  // Whether the layer can run on the GPU. Layers without GPU code are refused on a GPU net.
-  virtual bool HasGpuImplementation() const { return false; }
+  // Whether the layer can run on the GPU: every layer can in a CUDA build (its arithmetic is shared
+  // with the CPU, kernels/for_each.hpp, or it has GPU code of its own). A layer without GPU code says
+  // false here, and the Net refuses it on a GPU net.
+  virtual bool HasGpuImplementation() const;
   // Which engine computes this layer, for layers that choose one when shaped (Convolution: "im2col",
   // "onednn", "onednn_plain", "cudnn"); null for the others. The net logs a count per layer type.
   virtual const char* chosen_engine() const { return nullptr; }
@@ -271,6 +273,29 @@ class NeuronLayer : public Layer {
 
  private:
   Blob* input_copy_ = nullptr;  // x, when a layer that needs it runs in place
+};
+
+// A layer whose arithmetic is one for both devices (kernels/for_each.hpp: Map and MapChannels run on
+// the context's device, and so do the math.hpp / math_gpu.hpp calls it picks by device) writes its
+// Forward and Backward once, as Forward_any and Backward_any.
+template <typename Base>
+class EitherDevice : public Base {
+ public:
+  using Base::Base;
+
+ protected:
+  virtual void Forward_any(const BlobVec& bottom, const BlobVec& top) = 0;
+  virtual void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) = 0;
+
+ private:
+  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) final { Forward_any(bottom, top); }
+  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) final { Forward_any(bottom, top); }
+  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) final {
+    Backward_any(top, propagate_down, bottom);
+  }
+  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) final {
+    Backward_any(top, propagate_down, bottom);
+  }
 };
 
 }  // namespace cortado

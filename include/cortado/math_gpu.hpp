@@ -23,6 +23,14 @@ void gpu_axpby(Context& ctx, int64_t n, float alpha, const float* x, float beta,
 void gpu_scale(Context& ctx, int64_t n, float alpha, float* x);                              // x *= alpha
 void gpu_scale(Context& ctx, int64_t n, float alpha, const float* x, float* y);              // y = alpha·x
 void gpu_copy(Context& ctx, int64_t n, const float* x, float* y);
+// y = x on the context's device (cpu_copy or gpu_copy), for code written once for both devices.
+inline void copy_on(Context& ctx, int64_t n, const float* x, float* y) {
+  if (ctx.device() == Device::kGPU) {
+    gpu_copy(ctx, n, x, y);
+  } else {
+    cpu_copy(n, x, y);
+  }
+}
 void gpu_set(Context& ctx, int64_t n, float value, float* y);
 float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y);  // waits for the result
 // *result += x·y on the device (result: one device float), summed in double in a fixed order; waits

@@ -31,7 +31,6 @@ class MemoryDataLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "MemoryData"; }
-  bool HasGpuImplementation() const override;
   bool IsCapturable() const override { return false; }  // reads the caller's arrays on the host
   // GPU nets: the labels are on the host before their upload, so they are checked there.
   bool CanCheckLabels() const override { return true; }

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "cortado/error.hpp"
+#include "cortado/gpu.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
 
@@ -137,6 +138,8 @@ void Layer::Backward(const BlobVec& top, const std::vector<bool>& propagate_down
   }
 }
 
+bool Layer::HasGpuImplementation() const { return BuiltWithCuda(); }
+
 void Layer::Forward_gpu(const BlobVec&, const BlobVec&) {
   Fail(Describe(), ": has no GPU implementation yet; run the net with solver_mode: CPU");
 }
@@ -164,12 +167,7 @@ void FailBadLabel(const std::string& who, float label, int64_t position, int64_t
 }
 
 void NeuronLayer::SaveInput(const BlobVec& bottom) {
-  if (input_copy_ == nullptr) return;
-  if (ctx_.device() == Device::kGPU) {
-    gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), input_copy_->data());
-  } else {
-    cpu_copy(bottom[0]->count(), bottom[0]->data(), input_copy_->data());
-  }
+  if (input_copy_ != nullptr) copy_on(ctx_, bottom[0]->count(), bottom[0]->data(), input_copy_->data());
 }
 
 void LossLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {

@@ -12,8 +12,6 @@ namespace cortado {
 
 PipelineDataLayer::~PipelineDataLayer() = default;
 
-bool PipelineDataLayer::HasGpuImplementation() const { return BuiltWithCuda(); }
-
 void PipelineDataLayer::LayerSetUp(const BlobVec& bottom, const BlobVec& top) {
   pipeline_.reset();
   has_label_top_ = top.size() > 1;

@@ -8,7 +8,6 @@
 #include <algorithm>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -22,7 +21,6 @@ class AccuracyLayer : public Layer {
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
   bool AllowForceBackward(int) const override { return false; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
   bool IsCapturable() const override { return labels_checked_upstream(); }
   bool BackwardReadsBottomData(int) const override { return false; }  // no backward pass

@@ -14,7 +14,6 @@
 #include <utility>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/shape_ops.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -24,7 +23,6 @@ class ArgMaxLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "ArgMax"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int) const override { return false; }

@@ -10,7 +10,6 @@
 #include <algorithm>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -23,7 +22,6 @@ class BatchReindexLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // its GPU forward waits to check the indices
   bool BackwardReadsBottomData(int i) const override { return i == 1; }  // the indices
   bool BackwardReadsTopData(int) const override { return false; }

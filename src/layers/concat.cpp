@@ -4,7 +4,6 @@
 // earlier bottoms' axis dims. Backward hands each bottom its slice of the top diff.
 // GPU: one strided copy of `outer` rows per bottom (CopyRowsGpu, cuda/concat.cu).
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -15,7 +14,6 @@ class ConcatLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Concat"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int MinBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool BackwardReadsBottomData(int) const override { return false; }

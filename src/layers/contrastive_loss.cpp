@@ -15,7 +15,6 @@
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/loss.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -27,7 +26,6 @@ class ContrastiveLossLayer : public LossLayer {
   const char* type() const override { return "ContrastiveLoss"; }
   int ExactNumBottomBlobs() const override { return 3; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 2; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {

@@ -6,7 +6,6 @@
 // asked for, is 0). A crop that does not fit inside bottom 0 is an Error naming both shapes.
 // GPU: one index-mapped copy (CropCopyGpu, cuda/shape_ops.cu), after zeroing bottom 0's diff.
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/shape_ops.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -18,7 +17,6 @@ class CropLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Crop"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index == 0; }

@@ -9,7 +9,6 @@
 #include <cstdint>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -22,7 +21,6 @@ class DropoutLayer : public NeuronLayer {
  public:
   using NeuronLayer::NeuronLayer;
   const char* type() const override { return "Dropout"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }  // the mask only
   bool BackwardReadsTopData(int) const override { return false; }
   bool InPlaceSafe() const override { return true; }

@@ -6,7 +6,6 @@
 // (so both devices give the same values from the same seed), copied to the top in stream order.
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math_gpu.hpp"
@@ -17,7 +16,6 @@ class DummyDataLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "DummyData"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // random fillers are drawn on the host
   // GPU nets: every top's values are known on the host (a constant, or the draws before their upload),
   // so class labels are checked there and the loss that reads them neither waits nor blocks graphs.

@@ -5,7 +5,6 @@
 //         mask, and dx_k = dy where bottom k won, else 0.
 // GPU: the same steps with math_gpu.hpp; MAX's comparison and gradient are kernels (cuda/eltwise.cu).
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -17,7 +16,6 @@ class EltwiseLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Eltwise"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int MinBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
   // PROD reads the bottoms (and y unless stable_prod_grad); SUM reads nothing, MAX the mask.

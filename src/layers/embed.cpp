@@ -13,7 +13,6 @@
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math_gpu.hpp"
@@ -27,7 +26,6 @@ class EmbedLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool AllowForceBackward(int) const override { return false; }  // indices have no gradient
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // its GPU forward waits to check the indices
   bool BackwardReadsTopData(int) const override { return false; }  // the indices only, for dW
 

@@ -4,7 +4,6 @@
 // GPU: kernels (cuda/euclidean_loss.cu) that write the loss and read dloss on the device, so
 // neither Forward_gpu nor Backward_gpu waits for the GPU.
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -14,7 +13,6 @@ class EuclideanLossLayer : public LossLayer {
  public:
   using LossLayer::LossLayer;
   const char* type() const override { return "EuclideanLoss"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool AllowForceBackward(int) const override { return true; }
   bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 

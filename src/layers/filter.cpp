@@ -16,7 +16,6 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -29,7 +28,6 @@ class FilterLayer : public Layer {
   int MinBottomBlobs() const override { return 2; }
   int MinTopBlobs() const override { return 1; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != selector_index_; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // its top shapes depend on the selector, read back each forward
   bool ReshapesTopsInForward() const override { return true; }
   bool BackwardReadsBottomData(int) const override { return false; }  // the row maps only

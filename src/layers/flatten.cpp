@@ -2,7 +2,6 @@
 // N×C×H×W becomes N×(C·H·W)). The top is a view of the bottom's memory (TopAliasesBottom), so
 // Forward and Backward have nothing to do, on either device.
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -11,7 +10,6 @@ class FlattenLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Flatten"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   int TopAliasesBottom(int) const override { return 0; }

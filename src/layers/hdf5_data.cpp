@@ -50,7 +50,6 @@ class HDF5DataLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
   bool BackwardReadsTopData(int) const override { return false; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override;
   void Reshape(const BlobVec&, const BlobVec& top) override {

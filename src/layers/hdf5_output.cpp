@@ -43,7 +43,6 @@ class HDF5OutputLayer : public Layer {
   const char* type() const override { return "HDF5Output"; }
   int ExactNumBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 0; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool IsCapturable() const override { return false; }  // reads its bottoms on the host
   bool BackwardReadsBottomData(int) const override { return false; }
   bool BackwardReadsTopData(int) const override { return false; }

@@ -37,7 +37,6 @@ class Im2colLayer : public Layer {
   const char* type() const override { return "Im2col"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }
   bool BackwardReadsTopData(int) const override { return false; }
 

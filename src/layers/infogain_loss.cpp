@@ -20,7 +20,6 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/io.hpp"
 #include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"

@@ -11,7 +11,6 @@
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -24,7 +23,6 @@ class InnerProductLayer : public Layer {
   const char* type() const override { return "InnerProduct"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int) const override { return false; }  // x for dW, never y
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {

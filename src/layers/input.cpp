@@ -5,7 +5,6 @@
 #include <cstdint>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -14,7 +13,6 @@ class InputLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Input"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 0; }
   int MinTopBlobs() const override { return 1; }
   bool BackwardReadsTopData(int) const override { return false; }

@@ -62,7 +62,6 @@ class LSTMUnitLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 3; }
   int ExactNumTopBlobs() const override { return 2; }
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 2; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int i) const override { return i == 0; }  // c, not h
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

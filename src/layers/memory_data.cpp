@@ -10,15 +10,12 @@
 #include <string>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"  // UploadAndWait
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
 
 namespace cortado {
-
-bool MemoryDataLayer::HasGpuImplementation() const { return BuiltWithCuda(); }
 
 bool MemoryDataLayer::ReshapesTopsInForward() const {
   return batch_size_ != planned_batch_size_ || batch_size_ != served_batch_size_;

@@ -13,7 +13,6 @@
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -25,7 +24,6 @@ class MVNLayer : public Layer {
   const char* type() const override { return "MVN"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }
   bool BackwardReadsTopData(int) const override { return normalize_variance_; }  // y, for Σ(y·dy)
   bool InPlaceSafe() const override { return true; }

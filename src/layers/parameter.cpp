@@ -8,7 +8,6 @@
 #include <cstdint>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -22,7 +21,6 @@ class ParameterLayer : public Layer {
   int ExactNumBottomBlobs() const override { return 0; }
   int ExactNumTopBlobs() const override { return 1; }
   bool BackwardReadsTopData(int) const override { return false; }  // dP += dtop
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     for (int64_t d : param_.parameter_param().shape().dim())

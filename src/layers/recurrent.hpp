@@ -5,7 +5,6 @@
 
 #include <vector>
 
-#include "cortado/gpu.hpp"
 #include "cortado/layer.hpp"
 #include "cortado/math.hpp"
 
@@ -62,7 +61,6 @@ class RecurrentLayer : public Layer {
   int MaxBottomBlobs() const override { return MinBottomBlobs() + 1; }
   int ExactNumTopBlobs() const override;
   bool AllowForceBackward(int bottom_index) const override { return bottom_index != 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   // Backward reads x, cont and x_static; the exposed initial states were copied into the layer's own
   // state in Forward, and the tops are copies of it.
   bool BackwardReadsBottomData(int i) const override { return !expose_hidden_ || i < first_state_bottom(); }

@@ -8,7 +8,6 @@
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/shape_ops.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -18,7 +17,6 @@ class ReductionLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Reduction"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool BackwardReadsBottomData(int) const override {  // x for ASUM's sign and SUMSQ's 2x

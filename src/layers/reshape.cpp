@@ -7,7 +7,6 @@
 #include <sstream>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
@@ -16,7 +15,6 @@ class ReshapeLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Reshape"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   int TopAliasesBottom(int) const override { return 0; }

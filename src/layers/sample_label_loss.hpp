@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/loss.hpp"
 #include "cortado/layer.hpp"
 
@@ -16,7 +15,6 @@ namespace cortado {
 class SampleLabelLoss : public LossLayer {
  public:
   using LossLayer::LossLayer;
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, dim_, false, 0}; }
   bool IsCapturable() const override { return labels_checked_upstream(); }
   bool BackwardReadsTopData(int) const override { return false; }  // dloss only

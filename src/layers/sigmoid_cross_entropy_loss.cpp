@@ -12,7 +12,6 @@
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/loss.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -22,7 +21,6 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
  public:
   using LossLayer::LossLayer;
   const char* type() const override { return "SigmoidCrossEntropyLoss"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {

@@ -1,7 +1,6 @@
 // silence.cpp — Silence: consumes bottoms nobody else needs, so they are not reported as net
 // outputs. No tops; Forward does nothing; Backward writes zero diffs to the bottoms that propagate
 // (on the GPU with gpu_set).
-#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -12,7 +11,6 @@ class SilenceLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Silence"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int MinBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 0; }
   bool BackwardReadsBottomData(int) const override { return false; }

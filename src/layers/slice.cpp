@@ -5,7 +5,6 @@
 // Backward gathers the tops' diffs back into the bottom diff.
 // GPU: one strided copy of `outer` rows per top (CopyRowsGpu, shared with Concat: cuda/concat.cu).
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -16,7 +15,6 @@ class SliceLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Slice"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
   bool BackwardReadsBottomData(int) const override { return false; }

@@ -7,7 +7,6 @@
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 
@@ -19,7 +18,6 @@ class SoftmaxLayer : public Layer {
   const char* type() const override { return "Softmax"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }  // from y alone
   bool InPlaceSafe() const override { return true; }
 

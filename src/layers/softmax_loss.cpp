@@ -14,7 +14,6 @@
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 #include "softmax_loss_base.hpp"

@@ -8,7 +8,6 @@
 #include <memory>
 #include <vector>
 
-#include "cortado/gpu.hpp"
 #include "cortado/layer.hpp"
 
 namespace cortado {
@@ -19,7 +18,6 @@ class SoftmaxLossBase : public LossLayer {
   int ExactNumTopBlobs() const override { return -1; }
   int MinTopBlobs() const override { return 1; }
   int MaxTopBlobs() const override { return 2; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   LabelRule label_rule() const override { return {1, channels_, has_ignore_label_, ignore_label_}; }
   bool IsCapturable() const override { return labels_checked_upstream(); }
   // Backward reads p (the probabilities top, or a scratch buffer), the labels and H, never the scores.

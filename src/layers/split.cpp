@@ -5,7 +5,6 @@
 // their own. The diffs are always separate, since each branch writes its own.
 // GPU: the same copies and sums with math_gpu.hpp.
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -16,7 +15,6 @@ class SplitLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Split"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
   bool BackwardReadsBottomData(int) const override { return false; }

@@ -18,7 +18,6 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/neuron.hpp"  // CopyRowsGpu
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -32,7 +31,6 @@ class SPPLayer : public Layer {
   const char* type() const override { return "SPP"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   // As the levels' Pooling (all alike); with several levels the top is only copied from theirs.
   bool BackwardReadsBottomData(int) const override { return pools_.empty() || pools_[0]->BackwardReadsBottomData(0); }
   bool BackwardReadsTopData(int) const override {

@@ -4,7 +4,6 @@
 // the bottom's. Backward sums the copies: dbottom[o, j] = Σ_t dtop[o, t, j].
 // GPU: the same two loops as kernels (TileForwardGpu / TileBackwardGpu, cuda/shape_ops.cu).
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/shape_ops.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
@@ -15,7 +14,6 @@ class TileLayer : public Layer {
  public:
   using Layer::Layer;
   const char* type() const override { return "Tile"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
   bool BackwardReadsBottomData(int) const override { return false; }
