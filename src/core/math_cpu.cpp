@@ -1,5 +1,6 @@
 // math_cpu.cpp — CPU math: matrix products with oneDNN's SGEMM (its kernels follow the CPU's instruction
-// sets) or, with the CPU engine im2col or no oneDNN, CBLAS (OpenBLAS); plain loops for the rest.
+// sets) or, with the CPU engine im2col or no oneDNN, CBLAS (OpenBLAS); the element-wise rest runs
+// kernels/arithmetic.hpp's functors, which math_gpu.cu runs on the GPU.
 #include "cortado/math.hpp"
 
 #include <cblas.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 
 #include "cortado/cpu_engine.hpp"
+#include "cortado/kernels/arithmetic.hpp"
 #include "cortado/kernels/onednn.hpp"
 
 namespace cortado {
@@ -75,16 +77,12 @@ void cpu_axpy(int64_t n, float alpha, const float* x, float* y) {
 }
 
 void cpu_axpby(int64_t n, float alpha, const float* x, float beta, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i] + beta * y[i];
+  MapCpu(n, arithmetic::Axpby{alpha, beta}, y, x, y);
 }
 
-void cpu_scale(int64_t n, float alpha, float* x) {
-  for (int64_t i = 0; i < n; ++i) x[i] *= alpha;
-}
+void cpu_scale(int64_t n, float alpha, float* x) { cpu_scale(n, alpha, x, x); }
 
-void cpu_scale(int64_t n, float alpha, const float* x, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = alpha * x[i];
-}
+void cpu_scale(int64_t n, float alpha, const float* x, float* y) { MapCpu(n, arithmetic::Scaled{alpha}, y, x); }
 
 void cpu_copy(int64_t n, const float* x, float* y) {
   if (x != y && n > 0) std::memcpy(y, x, sizeof(float) * n);
@@ -95,7 +93,7 @@ void cpu_set(int64_t n, float value, float* y) {
     if (n > 0) std::memset(y, 0, sizeof(float) * n);
     return;
   }
-  for (int64_t i = 0; i < n; ++i) y[i] = value;
+  MapCpu(n, arithmetic::Constant{value}, y);
 }
 
 float cpu_dot(int64_t n, const float* x, const float* y) {
@@ -112,23 +110,11 @@ float cpu_asum(int64_t n, const float* x) {
 
 float cpu_sumsq(int64_t n, const float* x) { return cpu_dot(n, x, x); }
 
-void cpu_add(int64_t n, const float* a, const float* b, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] + b[i];
-}
-void cpu_sub(int64_t n, const float* a, const float* b, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] - b[i];
-}
-void cpu_mul(int64_t n, const float* a, const float* b, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] * b[i];
-}
-void cpu_div(int64_t n, const float* a, const float* b, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = a[i] / b[i];
-}
-void cpu_add_scalar(int64_t n, float alpha, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha;
-}
-void cpu_sign(int64_t n, const float* x, float* y) {
-  for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>((0.0f < x[i]) - (x[i] < 0.0f));
-}
+void cpu_add(int64_t n, const float* a, const float* b, float* y) { MapCpu(n, arithmetic::Sum{}, y, a, b); }
+void cpu_sub(int64_t n, const float* a, const float* b, float* y) { MapCpu(n, arithmetic::Difference{}, y, a, b); }
+void cpu_mul(int64_t n, const float* a, const float* b, float* y) { MapCpu(n, arithmetic::Product{}, y, a, b); }
+void cpu_div(int64_t n, const float* a, const float* b, float* y) { MapCpu(n, arithmetic::Quotient{}, y, a, b); }
+void cpu_add_scalar(int64_t n, float alpha, float* y) { MapCpu(n, arithmetic::PlusConstant{alpha}, y, y); }
+void cpu_sign(int64_t n, const float* x, float* y) { MapCpu(n, arithmetic::Sign{}, y, x); }
 
 }  // namespace cortado

@@ -18,26 +18,24 @@
 // registers blobs), and a ParamSpec with another lr_mult is an error.
 // The top is x̂ exactly, so Backward reads x̂ from the top's data (BackwardReadsTopData; global mode
 // needs only std) and never the bottom's: it runs in place, and the Net must keep a later layer from
-// overwriting the top in place before this Backward. Sums run in double, channels split over the CPU
-// threads. GPU: the same steps as
-// kernels (cuda/batch_norm.cu), the per-channel sums chunked over the GPU with their partial sums in a
-// workspace.
+// overwriting the top in place before this Backward. The arithmetic is batch_norm_math.hpp's, on
+// either device; the sums run in double, on the CPU with the channels split over the threads, on the
+// GPU chunked with their partial sums in a workspace.
 #include <cmath>
 
+#include "batch_norm_math.hpp"
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/norm.hpp"
+#include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {
 
-class BatchNormLayer : public Layer {
+class BatchNormLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "BatchNorm"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }
   bool BackwardReadsTopData(int) const override { return !global_; }  // x̂ = y
   bool InPlaceSafe() const override { return true; }
@@ -74,7 +72,7 @@ class BatchNormLayer : public Layer {
     num_ = x.shape(0);
     spatial_ = num_ == 0 ? 0 : x.count() / (static_cast<int64_t>(num_) * channels_);
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
-    stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, Σdy, Σdy·x̂
+    stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, mean(dy), mean(dy·x̂)
     if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(num_, channels_, spatial_, 2)});
   }
 
@@ -83,78 +81,62 @@ class BatchNormLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     const float* x = bottom[0]->data();
     float* mean = stats_->data();
     float* std = mean + channels_;
-    const int64_t m = static_cast<int64_t>(num_) * spatial_;
     if (global_) {
-      const float factor = blobs_[2]->data()[0] == 0 ? 0.0f : 1.0f / blobs_[2]->data()[0];
-      for (int c = 0; c < channels_; ++c) {
-        mean[c] = factor * blobs_[0]->data()[c];
-        std[c] = std::sqrt(factor * blobs_[1]->data()[c] + eps_);
-      }
+      const float* weight = blobs_[2]->data();
+      Map(ctx_, channels_, batch_norm::GlobalMean{weight}, mean, blobs_[0]->data());
+      Map(ctx_, channels_, batch_norm::GlobalStd{weight, eps_}, std, blobs_[1]->data());
     } else {
+      const int64_t m = static_cast<int64_t>(num_) * spatial_;
       const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
+      const batch_norm::StoreMean store_mean{static_cast<double>(m), mean};
+      const batch_norm::StoreStats store_stats{static_cast<double>(m), eps_, maf_, correction, mean, std,
+                                               blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data()};
+      if (ctx_.device() == Device::kGPU) {
+        ChannelSums(ctx_, Layout(), partials_->data(), batch_norm::SumOfX{x}, store_mean);
+        ChannelSums(ctx_, Layout(), partials_->data(), batch_norm::SumOfSquares{x, mean}, store_stats);
+      } else {  // each channel's two sums while it is in cache
 #pragma omp parallel for schedule(static) if (Parallel())
-      for (int c = 0; c < channels_; ++c) {
-        const float mu = static_cast<float>(ChannelSum(c, [&](int64_t i) { return double(x[i]); }) / m);
-        const float var = static_cast<float>(
-            ChannelSum(c, [&](int64_t i) { return static_cast<double>(x[i] - mu) * (x[i] - mu); }) / m);
-        mean[c] = mu;
-        std[c] = std::sqrt(var + eps_);
-        blobs_[0]->data()[c] = blobs_[0]->data()[c] * maf_ + mu;
-        blobs_[1]->data()[c] = blobs_[1]->data()[c] * maf_ + correction * var;
+        for (int c = 0; c < channels_; ++c) {
+          double total = ChannelSumCpu<0>(Layout(), c, batch_norm::SumOfX{x});
+          store_mean(c, &total);
+          total = ChannelSumCpu<0>(Layout(), c, batch_norm::SumOfSquares{x, mean});
+          store_stats(c, &total);
+        }
       }
-      blobs_[2]->data()[0] = blobs_[2]->data()[0] * maf_ + 1.0f;
     }
-    float* y = top[0]->data();
-#pragma omp parallel for schedule(static) if (Parallel())
-    for (int c = 0; c < channels_; ++c) ForChannel(c, [&](int64_t i) { y[i] = (x[i] - mean[c]) / std[c]; });
+    MapChannels(ctx_, Layout(), batch_norm::Normalize{mean, std}, top[0]->data(), x);
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const float* dy = top[0]->diff();
     const float* x_norm = top[0]->data();  // y = x̂
     const float* std = stats_->data() + channels_;
+    float* means = stats_->data() + 2 * channels_;  // mean(dy), then mean(dy·x̂)
     float* dx = bottom[0]->diff();  // may be dy (in place): each element is read before it is written
-    const double m = static_cast<double>(num_) * spatial_;
+    if (global_) {
+      MapChannels(ctx_, Layout(), batch_norm::GlobalBackward{std}, dx, dy);
+      return;
+    }
+    const batch_norm::StoreMeans store{static_cast<double>(num_) * spatial_, channels_, means};
+    const batch_norm::Backward backward{std, means, channels_};
+    const batch_norm::SumOfDyAndDyX term{dy, x_norm};
+    if (ctx_.device() == Device::kGPU) {
+      ChannelSums(ctx_, Layout(), partials_->data(), term, store);
+      MapChannels(ctx_, Layout(), backward, dx, dy, x_norm);
+      return;
+    }
+    // The CPU finishes each channel while it is in cache: its sums, then its dx.
 #pragma omp parallel for schedule(static) if (Parallel())
     for (int c = 0; c < channels_; ++c) {
-      if (global_) {
-        ForChannel(c, [&](int64_t i) { dx[i] = dy[i] / std[c]; });
-        continue;
-      }
-      const double sum_dy = ChannelSum(c, [&](int64_t i) { return double(dy[i]); });
-      const double sum_dyx = ChannelSum(c, [&](int64_t i) { return static_cast<double>(dy[i]) * x_norm[i]; });
-      const float mean_dy = static_cast<float>(sum_dy / m), mean_dyx = static_cast<float>(sum_dyx / m);
-      ForChannel(c, [&](int64_t i) { dx[i] = (dy[i] - mean_dy - x_norm[i] * mean_dyx) / std[c]; });
+      const double totals[2] = {ChannelSumCpu<0>(Layout(), c, term), ChannelSumCpu<1>(Layout(), c, term)};
+      store(c, totals);
+      ForChannel(c, [&](int64_t i) { dx[i] = backward(c, dy[i], x_norm[i]); });
     }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    float* mean = stats_->data();
-    float* std = mean + channels_;
-    if (global_) {
-      BatchNormGlobalStatsGpu(ctx_, channels_, eps_, blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data(), mean,
-                              std);
-    } else {
-      const int64_t m = static_cast<int64_t>(num_) * spatial_;
-      const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
-      BatchNormBatchStatsGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), eps_, maf_, correction,
-                             blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data(), mean, std, partials_->data());
-    }
-    BatchNormForwardGpu(ctx_, num_, channels_, spatial_, bottom[0]->data(), mean, std, top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    float* std = stats_->data() + channels_;
-    BatchNormBackwardGpu(ctx_, num_, channels_, spatial_, global_, top[0]->diff(), top[0]->data(), std,
-                         std + channels_, partials_->data(), bottom[0]->diff());
   }
 
  private:
@@ -168,20 +150,7 @@ class BatchNormLayer : public Layer {
     }
   }
 
-  // Σ term(i) over channel c, in double: each image's stretch summed in vector lanes, the stretches
-  // in order, so the result does not depend on the threads.
-  template <typename Term>
-  double ChannelSum(int c, Term term) const {
-    double sum = 0;
-    for (int n = 0; n < num_; ++n) {
-      const int64_t base = (static_cast<int64_t>(n) * channels_ + c) * spatial_;
-      double part = 0;
-#pragma omp simd reduction(+ : part)
-      for (int64_t q = 0; q < spatial_; ++q) part += term(base + q);
-      sum += part;
-    }
-    return sum;
-  }
+  ChannelLayout Layout() const { return {num_, channels_, spatial_}; }
 
   // Channels are split over the CPU threads when there is enough to split (not LeNet's smallest).
   bool Parallel() const { return static_cast<int64_t>(num_) * channels_ * spatial_ >= (int64_t{1} << 15); }
@@ -190,7 +159,7 @@ class BatchNormLayer : public Layer {
   float maf_ = 0.999f, eps_ = 1e-5f;
   int channels_ = 0, num_ = 0;
   int64_t spatial_ = 1;
-  Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's Σdy, Σdy·x̂ (GPU)
+  Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's mean(dy), mean(dy·x̂)
   Blob* partials_ = nullptr;  // GPU: the chunked channel sums' partials (a workspace)
 };
 

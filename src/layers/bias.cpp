@@ -7,27 +7,25 @@
 // scalar bottom[1] is added everywhere). The bottom is read as (outer, dim, inner), dim = β's count:
 //   y[o, d, i] = x[o, d, i] + β[d]
 //   dx = dy;  dβ[d] = Σ_{o, i} dy  (accumulated for the blob, written into bottom[1]'s diff).
-// Runs in place. Sums run in double. GPU: kernels/norm.hpp (cuda/scale.cu); the sums are chunked,
-// their partials in a workspace.
+// Runs in place. Sums run in double. The arithmetic is scale_math.hpp's, on either device (the GPU's
+// sums chunked, their partials in a workspace).
+#include "axis_operand.hpp"
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/norm.hpp"
+#include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
-#include "axis_operand.hpp"
+#include "cortado/math_gpu.hpp"             // copy_on
+#include "scale_math.hpp"
 
 namespace cortado {
 
-class BiasLayer : public Layer {
+class BiasLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Bias"; }
   int MinBottomBlobs() const override { return 1; }
   int MaxBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }  // dx = dy, dβ = Σ dy
   bool BackwardReadsTopData(int) const override { return false; }
   bool InPlaceSafe() const override { return true; }
@@ -51,47 +49,16 @@ class BiasLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    const float* bias = Bias(bottom).data();
-    float* y = top[0]->data();
-    for (int64_t o = 0; o < outer_; ++o)
-      for (int64_t d = 0; d < dim_; ++d) {
-        const int64_t base = (o * dim_ + d) * inner_;
-        for (int64_t i = base; i < base + inner_; ++i) y[i] = x[i] + bias[d];
-      }
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    MapChannels(ctx_, Layout(), scale::ScaleBias{nullptr, Bias(bottom).data()}, top[0]->data(), bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    const float* dy = top[0]->diff();
-    if (BiasGradientWanted(propagate_down)) {
-      const bool accumulate = bottom.size() == 1;
-      float* out = Bias(bottom).diff();
-      for (int64_t d = 0; d < dim_; ++d) {
-        double sum = 0;
-        for (int64_t o = 0; o < outer_; ++o) {
-          const int64_t base = (o * dim_ + d) * inner_;
-          for (int64_t i = base; i < base + inner_; ++i) sum += dy[i];
-        }
-        out[d] = static_cast<float>(accumulate ? out[d] + sum : sum);
-      }
-    }
-    if (propagate_down[0] && bottom[0] != top[0]) cpu_copy(bottom[0]->count(), dy, bottom[0]->diff());
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    ScaleBiasForwardGpu(ctx_, outer_, dim_, inner_, bottom[0]->data(), nullptr, Bias(bottom).data(),
-                        top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     const float* dy = top[0]->diff();
     if (BiasGradientWanted(propagate_down))
-      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, nullptr, bottom.size() == 1, partials_->data(),
-                    Bias(bottom).diff());
-    if (propagate_down[0] && bottom[0] != top[0]) gpu_copy(ctx_, bottom[0]->count(), dy, bottom[0]->diff());
+      ChannelSums(ctx_, Layout(), partials_ ? partials_->data() : nullptr, scale::SumOfProducts{dy, nullptr},
+                  scale::StoreSum{bottom.size() == 1, Bias(bottom).diff()});
+    if (propagate_down[0] && bottom[0] != top[0]) copy_on(ctx_, bottom[0]->count(), dy, bottom[0]->diff());
   }
 
  private:
@@ -99,6 +66,8 @@ class BiasLayer : public Layer {
   bool BiasGradientWanted(const std::vector<bool>& propagate_down) const {
     return propagate_down.size() > 1 ? propagate_down[1] : param_propagate_down(0);
   }
+
+  ChannelLayout Layout() const { return {outer_, dim_, inner_}; }
 
   int64_t outer_ = 1, dim_ = 1, inner_ = 1;
   Blob* partials_ = nullptr;  // GPU: the channel sums' partials (a workspace)

@@ -2,23 +2,17 @@
 // Backward: dx = dy where min ≤ x ≤ max (bounds included, as in Caffe), else 0. min ≤ max.
 // Backward needs x: run in place (top == bottom), Forward first keeps a copy of x in a scratch buffer
 // (Caffe reads the clipped values there and passes every gradient).
-// GPU: the same loops as kernels (cuda/activations.cu).
-#include <algorithm>
-
+// The arithmetic is neuron_math.hpp's, on either device.
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/activation.hpp"
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "neuron_math.hpp"
 
 namespace cortado {
 
-class ClipLayer : public NeuronLayer {
+class ClipLayer : public EitherDevice<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Clip"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int) const override { return false; }
   bool InPlaceSafe() const override { return true; }  // x kept (KeepInputWhenInPlace)
 
@@ -32,34 +26,15 @@ class ClipLayer : public NeuronLayer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    const int64_t n = bottom[0]->count();
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     SaveInput(bottom);
-    for (int64_t i = 0; i < n; ++i) y[i] = std::max(lo_, std::min(x[i], hi_));
+    Map(ctx_, bottom[0]->count(), neuron::ClipForward{lo_, hi_}, top[0]->data(), bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = ForwardInput(bottom);
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    for (int64_t i = 0; i < bottom[0]->count(); ++i) dx[i] = dy[i] * static_cast<float>(x[i] >= lo_ && x[i] <= hi_);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t n = bottom[0]->count();
-    SaveInput(bottom);
-    ClipForwardGpu(ctx_, n, lo_, hi_, bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    const float* x = ForwardInput(bottom);
-    ClipBackwardGpu(ctx_, bottom[0]->count(), lo_, hi_, x, top[0]->diff(), bottom[0]->diff());
+    Map(ctx_, bottom[0]->count(), neuron::ClipBackward{lo_, hi_}, bottom[0]->diff(), ForwardInput(bottom),
+        top[0]->diff());
   }
 
  private:

@@ -42,17 +42,16 @@
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/im2col.hpp"
 #include "cortado/kernels/channel_sums.hpp"
 #include "cortado/kernels/dense.hpp"
-#include "cortado/kernels/norm.hpp"  // ChannelSumGpu
 #include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
 #include "cpu_engine_choice.hpp"
 #include "conv_geometry.hpp"
+#include "scale_math.hpp"  // the bias gradient's sums
 
 namespace cortado {
 
@@ -89,7 +88,6 @@ class ConvolutionLayer : public Layer {
   int MinBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
   bool EqualNumBottomTopBlobs() const override { return true; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int) const override { return false; }  // x for dW, never y
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
@@ -254,7 +252,9 @@ class ConvolutionLayer : public Layer {
         continue;
       }
       const auto [hw, mg, kg] = GemmSizes();
-      if (db) ChannelSumGpu(ctx_, num_, num_output_, hw, dy, nullptr, true, workspace_->data(), db);
+      if (db)
+        ChannelSums(ctx_, {num_, num_output_, hw}, workspace_->data(), scale::SumOfProducts{dy, nullptr},
+                    scale::StoreSum{true, db});
       if (!dw && !dx) continue;
       float* col = col_->data();
       for (int n = 0; n < num_; ++n) {

@@ -24,14 +24,13 @@
 #include "conv_geometry.hpp"
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/im2col.hpp"
 #include "cortado/kernels/channel_sums.hpp"
 #include "cortado/kernels/dense.hpp"
-#include "cortado/kernels/norm.hpp"  // ChannelSumGpu
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "scale_math.hpp"  // the bias gradient's sums
 
 namespace cortado {
 
@@ -42,7 +41,6 @@ class DeconvolutionLayer : public Layer {
   int MinBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
   bool EqualNumBottomTopBlobs() const override { return true; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int) const override { return false; }  // x for dW, never y
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
@@ -173,8 +171,8 @@ class DeconvolutionLayer : public Layer {
     for (size_t i = 0; i < top.size(); ++i) {
       float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
       if (db)
-        ChannelSumGpu(ctx_, num_, num_output_, int64_t{geom_.height} * geom_.width, top[i]->diff(), nullptr, true,
-                      bias_sums_->data(), db);
+        ChannelSums(ctx_, {num_, num_output_, int64_t{geom_.height} * geom_.width}, bias_sums_->data(),
+                    scale::SumOfProducts{top[i]->diff(), nullptr}, scale::StoreSum{true, db});
       if (!dw && !dx) continue;
       for (int n = 0; n < num_; ++n) {
         Im2ColGpu(ctx_, top[i]->diff() + n * OutputFloats(), geom_, col);

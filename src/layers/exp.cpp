@@ -2,21 +2,19 @@
 // computed as y = outer · e^(inner·x) with inner = ln(base)·scale and outer = base^shift (1 when
 // shift = 0). Backward from the top data: dx = dy · inner · y, so it runs in place too.
 // base must be positive (or −1).
-// GPU: the same two loops as kernels (cuda/activations.cu).
+// The arithmetic is neuron_math.hpp's, on either device.
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/activation.hpp"
 #include "cortado/layer_registry.hpp"
+#include "neuron_math.hpp"
 
 namespace cortado {
 
-class ExpLayer : public NeuronLayer {
+class ExpLayer : public EitherDevice<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Exp"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }  // from y alone
   bool InPlaceSafe() const override { return true; }
 
@@ -31,29 +29,13 @@ class ExpLayer : public NeuronLayer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    for (int64_t i = 0; i < bottom[0]->count(); ++i) y[i] = outer_ * std::exp(inner_ * x[i]);
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    Map(ctx_, bottom[0]->count(), neuron::ExpForward{inner_, outer_}, top[0]->data(), bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* y = top[0]->data();
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    for (int64_t i = 0; i < top[0]->count(); ++i) dx[i] = dy[i] * y[i] * inner_;
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    ExpForwardGpu(ctx_, bottom[0]->count(), inner_, outer_, bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    ExpBackwardGpu(ctx_, top[0]->count(), inner_, top[0]->data(), top[0]->diff(), bottom[0]->diff());
+    Map(ctx_, top[0]->count(), neuron::ExpBackward{inner_}, bottom[0]->diff(), top[0]->data(), top[0]->diff());
   }
 
  private:

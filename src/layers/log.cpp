@@ -3,23 +3,19 @@
 // Backward: dx = dy · scale / (ln(base) · (shift + scale·x)). base must be positive and not 1.
 // Backward needs x: run in place (top == bottom), Forward first keeps a copy of x in a scratch buffer
 // (Caffe reads the overwritten bottom there and gets a wrong gradient).
-// GPU: the same loops as kernels (cuda/activations.cu).
+// The arithmetic is neuron_math.hpp's, on either device.
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/activation.hpp"
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "neuron_math.hpp"
 
 namespace cortado {
 
-class LogLayer : public NeuronLayer {
+class LogLayer : public EitherDevice<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Log"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsTopData(int) const override { return false; }
   bool InPlaceSafe() const override { return true; }  // x kept (KeepInputWhenInPlace)
 
@@ -37,34 +33,15 @@ class LogLayer : public NeuronLayer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    const int64_t n = bottom[0]->count();
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     SaveInput(bottom);
-    for (int64_t i = 0; i < n; ++i) y[i] = base_scale_ * std::log(shift_ + scale_ * x[i]);
+    Map(ctx_, bottom[0]->count(), neuron::LogForward{scale_, shift_, base_scale_}, top[0]->data(), bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = ForwardInput(bottom);
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    for (int64_t i = 0; i < bottom[0]->count(); ++i) dx[i] = dy[i] * (num_scale_ / (shift_ + scale_ * x[i]));
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t n = bottom[0]->count();
-    SaveInput(bottom);
-    LogForwardGpu(ctx_, n, scale_, shift_, base_scale_, bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    const float* x = ForwardInput(bottom);
-    LogBackwardGpu(ctx_, bottom[0]->count(), scale_, shift_, num_scale_, x, top[0]->diff(), bottom[0]->diff());
+    Map(ctx_, bottom[0]->count(), neuron::LogBackward{scale_, shift_, num_scale_}, bottom[0]->diff(),
+        ForwardInput(bottom), top[0]->diff());
   }
 
  private:

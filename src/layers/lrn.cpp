@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/norm.hpp"
 #include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
@@ -40,7 +39,6 @@ class LRNLayer : public Layer {
   const char* type() const override { return "LRN"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     const LRNParameter& p = param_.lrn_param();

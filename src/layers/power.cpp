@@ -4,22 +4,18 @@
 // directly, where Caffe divides y by (b + a·x): the same values except at b + a·x = 0 (Caffe: NaN).
 // Backward needs x when p ≠ 1: run in place (top == bottom), Forward first keeps a copy of x in a
 // scratch buffer (Caffe reads the overwritten bottom there and gets a wrong gradient).
-// GPU: the same loops as kernels (cuda/activations.cu); the constant cases use math_gpu.
+// The arithmetic is neuron_math.hpp's, on either device.
 #include <cmath>
 
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/activation.hpp"
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "neuron_math.hpp"
 
 namespace cortado {
 
-class PowerLayer : public NeuronLayer {
+class PowerLayer : public EitherDevice<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Power"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   // x only when p ≠ 1 and p·a ≠ 0 (and then its copy when in place).
   bool BackwardReadsBottomData(int i) const override {
     return diff_scale_ != 0.0f && power_ != 1.0f && NeuronLayer::BackwardReadsBottomData(i);
@@ -37,60 +33,28 @@ class PowerLayer : public NeuronLayer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     const int64_t n = bottom[0]->count();
     if (diff_scale_ == 0.0f) {
-      cpu_set(n, Constant(), y);
+      Map(ctx_, n, arithmetic::Constant{Constant()}, top[0]->data());
       return;
     }
     SaveInput(bottom);
-    for (int64_t i = 0; i < n; ++i) y[i] = PowUnlessOne(shift_ + scale_ * x[i], power_);
+    Map(ctx_, n, neuron::PowerForward{power_, scale_, shift_}, top[0]->data(), bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* dy = top[0]->diff();
+    const int64_t n = bottom[0]->count();
     float* dx = bottom[0]->diff();
-    const int64_t n = bottom[0]->count();
+    const float* dy = top[0]->diff();
     if (diff_scale_ == 0.0f) {
-      cpu_set(n, 0.0f, dx);
-      return;
+      Map(ctx_, n, arithmetic::Constant{0.0f}, dx);
+    } else if (power_ == 1.0f) {
+      Map(ctx_, n, arithmetic::Scaled{diff_scale_}, dx, dy);
+    } else {
+      Map(ctx_, n, neuron::PowerBackward{power_, scale_, shift_}, dx, ForwardInput(bottom), dy);
     }
-    if (power_ == 1.0f) {
-      cpu_scale(n, diff_scale_, dy, dx);
-      return;
-    }
-    const float* x = ForwardInput(bottom);
-    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * diff_scale_ * PowUnlessOne(shift_ + scale_ * x[i], power_ - 1.0f);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t n = bottom[0]->count();
-    if (diff_scale_ == 0.0f) {
-      gpu_set(ctx_, n, Constant(), top[0]->data());
-      return;
-    }
-    SaveInput(bottom);
-    PowerForwardGpu(ctx_, n, power_, scale_, shift_, bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    const int64_t n = bottom[0]->count();
-    if (diff_scale_ == 0.0f) {
-      gpu_set(ctx_, n, 0.0f, bottom[0]->diff());
-      return;
-    }
-    if (power_ == 1.0f) {
-      gpu_scale(ctx_, n, diff_scale_, top[0]->diff(), bottom[0]->diff());
-      return;
-    }
-    const float* x = ForwardInput(bottom);
-    PowerBackwardGpu(ctx_, n, power_, scale_, shift_, x, top[0]->diff(), bottom[0]->diff());
   }
 
  private:

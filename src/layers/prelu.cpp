@@ -7,35 +7,28 @@
 // Backward needs x: run in place (top == bottom), Forward first keeps a copy of x in a scratch buffer,
 // as Caffe does; the slope gradient is taken before dx overwrites dy (the same memory in place), its
 // sums in double (Caffe adds each term to the float diff).
-// GPU: kernels in cuda/activations.cu; the slope gradient is a chunked channel sum (a shared slope's
-// over the whole bottom as one channel), its partial sums in a workspace.
-#include <algorithm>
-
+// The arithmetic is neuron_math.hpp's, on either device; the slope gradient is a reduction of its
+// shared term, in order on the CPU and in chunks on the GPU (its partial sums in a workspace).
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/activation.hpp"
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "neuron_math.hpp"
 
 namespace cortado {
 
-class PReLULayer : public NeuronLayer {
+class PReLULayer : public EitherDevice<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "PReLU"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
-  bool BackwardReadsBottomData(int) const override { return bottom_copy_ == nullptr; }  // else its copy
   bool BackwardReadsTopData(int) const override { return false; }
-  bool InPlaceSafe() const override { return true; }  // x kept in bottom_copy_
+  bool InPlaceSafe() const override { return true; }  // x kept (KeepInputWhenInPlace)
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
     RequireChannelAxis(*bottom[0]);
     shared_ = param_.prelu_param().channel_shared();
     channels_ = bottom[0]->shape(1);
     blobs_.push_back(std::make_shared<Blob>(shared_ ? std::vector<int>{} : std::vector<int>{channels_}));
-    if (top[0] == bottom[0]) bottom_copy_ = AddStepScratch();
+    KeepInputWhenInPlace(bottom, top);
     if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 
@@ -48,8 +41,7 @@ class PReLULayer : public NeuronLayer {
     num_ = x.shape(0);
     channels_ = x.shape(1);
     dim_ = x.count(2);
-    if (bottom_copy_) bottom_copy_->ReshapeLike(x);
-    if (partials_) partials_->Reshape(std::vector<int>{PReLUSlopeScratchFloats(num_, channels_, dim_, shared_)});
+    if (partials_) partials_->Reshape(std::vector<int>{neuron::PReLUSlopeScratchFloats(Layout(), shared_)});
   }
 
   void InitParams() override {
@@ -65,73 +57,49 @@ class PReLULayer : public NeuronLayer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    if (bottom_copy_) cpu_copy(bottom[0]->count(), x, bottom_copy_->data());
-    const float* slope = blobs_[0]->data();
-    for (int k = 0; k < num_; ++k) {
-      for (int c = 0; c < channels_; ++c) {
-        const float a = slope[shared_ ? 0 : c];
-        const int64_t start = (static_cast<int64_t>(k) * channels_ + c) * dim_;
-        for (int64_t i = start; i < start + dim_; ++i) y[i] = std::max(x[i], 0.0f) + a * std::min(x[i], 0.0f);
-      }
-    }
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    SaveInput(bottom);
+    MapChannels(ctx_, Layout(), neuron::PReLUForward{blobs_[0]->data(), shared_}, top[0]->data(),
+                bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    const float* x = ForwardInput(bottom);
     const float* dy = top[0]->diff();
-    const float* slope = blobs_[0]->data();
     if (param_propagate_down(0)) {  // before dx: in place, dx overwrites dy
-      float* da = blobs_[0]->diff();
-      double total = 0;  // shared: over all channels
-      for (int c = 0; c < channels_; ++c) {
-        double sum = 0;
-        for (int k = 0; k < num_; ++k) {
-          const int64_t start = (static_cast<int64_t>(k) * channels_ + c) * dim_;
-          for (int64_t i = start; i < start + dim_; ++i)
-            if (x[i] <= 0) sum += dy[i] * x[i];
-        }
-        if (shared_) {
-          total += sum;
-        } else {
-          da[c] += static_cast<float>(sum);
-        }
-      }
-      if (shared_) da[0] += static_cast<float>(total);
-    }
-    if (!propagate_down[0]) return;
-    float* dx = bottom[0]->diff();
-    for (int k = 0; k < num_; ++k) {
-      for (int c = 0; c < channels_; ++c) {
-        const float a = slope[shared_ ? 0 : c];
-        const int64_t start = (static_cast<int64_t>(k) * channels_ + c) * dim_;
-        for (int64_t i = start; i < start + dim_; ++i) dx[i] = x[i] > 0 ? dy[i] : dy[i] * a;
+      if (ctx_.device() == Device::kGPU) {
+        neuron::PReLUSlopeGradGpu(ctx_, Layout(), shared_, x, dy, partials_->data(), blobs_[0]->diff());
+      } else {
+        SlopeGradCpu(x, dy, blobs_[0]->diff());
       }
     }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t n = bottom[0]->count();
-    if (bottom_copy_) gpu_copy(ctx_, n, bottom[0]->data(), bottom_copy_->data());
-    PReLUForwardGpu(ctx_, n, channels_, dim_, shared_, blobs_[0]->data(), bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    const float* x = (bottom_copy_ ? bottom_copy_ : bottom[0])->data();
-    if (param_propagate_down(0)) {  // queued before dx: in place, dx overwrites dy
-      PReLUSlopeGradGpu(ctx_, num_, channels_, dim_, shared_, x, top[0]->diff(), partials_->data(),
-                        blobs_[0]->diff());
-    }
     if (!propagate_down[0]) return;
-    PReLUBackwardGpu(ctx_, bottom[0]->count(), channels_, dim_, shared_, blobs_[0]->data(), x, top[0]->diff(),
-                     bottom[0]->diff());
+    MapChannels(ctx_, Layout(), neuron::PReLUBackward{blobs_[0]->data(), shared_}, bottom[0]->diff(), x, dy);
   }
 
  private:
+  ChannelLayout Layout() const { return {num_, channels_, dim_}; }
+
+  // da_c += Σ of the slope term over channel c, image by image in order, in double (shared: one sum
+  // over every channel, added to da_0).
+  void SlopeGradCpu(const float* x, const float* dy, float* da) const {
+    const neuron::PReLUSlopeTerm term{x, dy};
+    double total = 0;
+    for (int c = 0; c < channels_; ++c) {
+      double sum = 0;
+      for (int k = 0; k < num_; ++k) {
+        const int64_t start = (static_cast<int64_t>(k) * channels_ + c) * dim_;
+        for (int64_t i = start; i < start + dim_; ++i) term(i, c, &sum);
+      }
+      if (shared_) {
+        total += sum;
+      } else {
+        da[c] += static_cast<float>(sum);
+      }
+    }
+    if (shared_) da[0] += static_cast<float>(total);
+  }
+
   void RequireChannelAxis(const Blob& x) const {
     CORTADO_REQUIRE(x.num_axes() >= 2, Describe(), ": needs a bottom with a channel axis (at least 2 axes), got ",
                     x.shape_string());
@@ -140,7 +108,6 @@ class PReLULayer : public NeuronLayer {
   bool shared_ = false;
   int num_ = 0, channels_ = 0;
   int64_t dim_ = 1;
-  Blob* bottom_copy_ = nullptr;  // x, when run in place
   Blob* partials_ = nullptr;     // GPU: the slope gradient's partial sums (a workspace)
 };
 

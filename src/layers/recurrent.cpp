@@ -11,9 +11,9 @@
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/kernels/neuron.hpp"     // TanHForwardGpu, TanHBackwardGpu
 #include "cortado/kernels/recurrent.hpp"  // LstmUnit*Gpu, ScaleRowsGpu, AddBroadcastGpu
 #include "cortado/math_gpu.hpp"
+#include "neuron_math.hpp"                // TanH's functors
 
 namespace cortado {
 
@@ -68,13 +68,11 @@ void RecurrentMath::AddBroadcast(int64_t n, int64_t inner, const float* b, float
 }
 
 void RecurrentMath::Tanh(int64_t n, const float* x, float* y) const {
-  if (gpu_) return TanHForwardGpu(ctx_, n, x, y);
-  for (int64_t i = 0; i < n; ++i) y[i] = std::tanh(x[i]);
+  Map(ctx_, n, neuron::TanHForward{}, y, x);
 }
 
 void RecurrentMath::TanhBackward(int64_t n, const float* y, const float* dy, float* dx) const {
-  if (gpu_) return TanHBackwardGpu(ctx_, n, y, dy, dx);
-  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * (1.0f - y[i] * y[i]);
+  Map(ctx_, n, neuron::TanHBackward{}, dx, y, dy);
 }
 
 void RecurrentMath::LstmUnitForward(int n, int d, const float* c_prev, const float* x, const float* cont, float* c,

@@ -9,27 +9,25 @@
 //   y[o, d, i] = x[o, d, i] · γ[d] (+ β[d])
 //   dx = dy · γ[d];  dγ[d] = Σ_{o, i} dy · x  (accumulated for the blob, written into bottom[1]'s diff);
 //   dβ[d] += Σ_{o, i} dy.
-// In place: x is copied to a scratch buffer first, for dγ. Sums run in double.
-// GPU: kernels/norm.hpp (cuda/scale.cu); the sums are chunked, their partials in a workspace.
+// In place: x is copied to a scratch buffer first, for dγ. Sums run in double. The arithmetic is
+// scale_math.hpp's, on either device (the GPU's sums chunked, their partials in a workspace).
+#include "axis_operand.hpp"
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/norm.hpp"
+#include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
-#include "axis_operand.hpp"
+#include "cortado/math_gpu.hpp"             // copy_on
+#include "scale_math.hpp"
 
 namespace cortado {
 
-class ScaleLayer : public Layer {
+class ScaleLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Scale"; }
   int MinBottomBlobs() const override { return 1; }
   int MaxBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   // x for dγ (its copy when in place); bottom[1] = γ for dx.
   bool BackwardReadsBottomData(int i) const override { return i != 0 || x_copy_ == nullptr; }
   bool BackwardReadsTopData(int) const override { return false; }
@@ -74,61 +72,26 @@ class ScaleLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    if (x_copy_) cpu_copy(bottom[0]->count(), bottom[0]->data(), x_copy_->data());
-    const float* x = bottom[0]->data();
-    const float* scale = Scale(bottom)->data();
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    if (x_copy_) copy_on(ctx_, bottom[0]->count(), bottom[0]->data(), x_copy_->data());
     const float* bias = bias_index_ >= 0 ? blobs_[bias_index_]->data() : nullptr;
-    float* y = top[0]->data();
-#pragma omp parallel for collapse(2) schedule(static) if (Parallel())
-    for (int64_t o = 0; o < outer_; ++o)
-      for (int64_t d = 0; d < dim_; ++d) {
-        const int64_t base = (o * dim_ + d) * inner_;
-        const float g = scale[d], b = bias ? bias[d] : 0.0f;
-#pragma omp simd
-        for (int64_t i = base; i < base + inner_; ++i) y[i] = x[i] * g + b;
-      }
+    MapChannels(ctx_, Layout(), scale::ScaleBias{Scale(bottom)->data(), bias}, top[0]->data(), bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     const float* dy = top[0]->diff();
+    float* scratch = partials_ ? partials_->data() : nullptr;
     // Parameter and bottom[1] gradients first: in place, dx overwrites dy.
     if (bias_index_ >= 0 && param_propagate_down(bias_index_))
-      ChannelSum(dy, nullptr, true, blobs_[bias_index_]->diff());
+      ChannelSums(ctx_, Layout(), scratch, scale::SumOfProducts{dy, nullptr},
+                  scale::StoreSum{true, blobs_[bias_index_]->diff()});
     if (ScaleGradientWanted(propagate_down)) {
       const float* x = x_copy_ ? x_copy_->data() : bottom[0]->data();
-      ChannelSum(dy, x, bottom.size() == 1, Scale(bottom)->diff());
+      ChannelSums(ctx_, Layout(), scratch, scale::SumOfProducts{dy, x},
+                  scale::StoreSum{bottom.size() == 1, Scale(bottom)->diff()});
     }
     if (!propagate_down[0]) return;
-    const float* scale = Scale(bottom)->data();
-    float* dx = bottom[0]->diff();
-#pragma omp parallel for collapse(2) schedule(static) if (Parallel())
-    for (int64_t o = 0; o < outer_; ++o)
-      for (int64_t d = 0; d < dim_; ++d) {
-        const int64_t base = (o * dim_ + d) * inner_;
-#pragma omp simd
-        for (int64_t i = base; i < base + inner_; ++i) dx[i] = dy[i] * scale[d];
-      }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    if (x_copy_) gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), x_copy_->data());
-    ScaleBiasForwardGpu(ctx_, outer_, dim_, inner_, bottom[0]->data(), Scale(bottom)->data(),
-                        bias_index_ >= 0 ? blobs_[bias_index_]->data() : nullptr, top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    const float* dy = top[0]->diff();
-    if (bias_index_ >= 0 && param_propagate_down(bias_index_))
-      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, nullptr, true, partials_->data(), blobs_[bias_index_]->diff());
-    if (ScaleGradientWanted(propagate_down)) {
-      const float* x = x_copy_ ? x_copy_->data() : bottom[0]->data();
-      ChannelSumGpu(ctx_, outer_, dim_, inner_, dy, x, bottom.size() == 1, partials_->data(), Scale(bottom)->diff());
-    }
-    if (!propagate_down[0]) return;
-    ScaleBiasForwardGpu(ctx_, outer_, dim_, inner_, dy, Scale(bottom)->data(), nullptr, bottom[0]->diff());
+    MapChannels(ctx_, Layout(), scale::ScaleBias{Scale(bottom)->data(), nullptr}, bottom[0]->diff(), dy);
   }
 
  private:
@@ -137,30 +100,7 @@ class ScaleLayer : public Layer {
     return propagate_down.size() > 1 ? propagate_down[1] : param_propagate_down(0);
   }
 
-  // out[d] = (accumulate ? out[d] : 0) + Σ_{o, i} a · b (b null: Σ a), in double: each stretch of
-  // inner_ values summed in vector lanes, the stretches in order, channels split over the threads.
-  void ChannelSum(const float* a, const float* b, bool accumulate, float* out) const {
-#pragma omp parallel for schedule(static) if (Parallel())
-    for (int64_t d = 0; d < dim_; ++d) {
-      double sum = 0;
-      for (int64_t o = 0; o < outer_; ++o) {
-        const int64_t base = (o * dim_ + d) * inner_;
-        double part = 0;
-        if (b) {
-#pragma omp simd reduction(+ : part)
-          for (int64_t i = base; i < base + inner_; ++i) part += static_cast<double>(a[i]) * b[i];
-        } else {
-#pragma omp simd reduction(+ : part)
-          for (int64_t i = base; i < base + inner_; ++i) part += a[i];
-        }
-        sum += part;
-      }
-      out[d] = static_cast<float>(accumulate ? out[d] + sum : sum);
-    }
-  }
-
-  // Work is split over the CPU threads when there is enough of it.
-  bool Parallel() const { return outer_ * dim_ * inner_ >= (int64_t{1} << 15); }
+  ChannelLayout Layout() const { return {outer_, dim_, inner_}; }
 
   bool scale_blob_ = true;    // γ is blob 0 (one bottom), else bottom[1]
   int bias_index_ = -1;      // β's blob, or −1 without bias_term

@@ -1,48 +1,26 @@
 // sigmoid.cpp — Sigmoid: y = 1 / (1 + e^(−x)).
 // Backward from the top data: dx = dy · y · (1 − y). Runs in place (top == bottom) as well.
-// GPU: the same two loops as kernels (cuda/sigmoid.cu).
-#include <cmath>
-
-#include "cortado/gpu.hpp"
-#include "cortado/kernels/neuron.hpp"
+// The arithmetic is neuron_math.hpp's, on either device.
 #include "cortado/layer_registry.hpp"
+#include "neuron_math.hpp"
 
 namespace cortado {
 
-class SigmoidLayer : public NeuronLayer {
+class SigmoidLayer : public EitherDevice<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Sigmoid"; }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   bool BackwardReadsBottomData(int) const override { return false; }  // from y alone
   bool InPlaceSafe() const override { return true; }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    const int64_t n = bottom[0]->count();
-    for (int64_t i = 0; i < n; ++i) y[i] = 1.0f / (1.0f + std::exp(-x[i]));
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    Map(ctx_, bottom[0]->count(), neuron::SigmoidForward{}, top[0]->data(), bottom[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* y = top[0]->data();
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    const int64_t n = top[0]->count();
-    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * y[i] * (1.0f - y[i]);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    SigmoidForwardGpu(ctx_, bottom[0]->count(), bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    SigmoidBackwardGpu(ctx_, top[0]->count(), top[0]->data(), top[0]->diff(), bottom[0]->diff());
+    Map(ctx_, top[0]->count(), neuron::SigmoidBackward{}, bottom[0]->diff(), top[0]->data(), top[0]->diff());
   }
 };
 

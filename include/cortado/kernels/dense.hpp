@@ -76,7 +76,7 @@ void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* 
 void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, const float* mask, float* dx);
 void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y);
 void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float* dx);
-// STOCHASTIC (no padding; each window's arithmetic is kernels/stochastic_pool.hpp's, as on the CPU).
+// STOCHASTIC (no padding; each window's arithmetic is src/layers/pooling_math.hpp's, as on the CPU).
 // TRAIN: output k samples its window with StochasticPoolPick and the draw StochasticPoolUniform(seed, k);
 // y = the sampled value, pick = its index h·width + w (−1 for an empty window, whose y is 0). Its
 // backward is MaxPoolBackwardGpu with pick as the mask.
@@ -92,7 +92,7 @@ void StoPoolBackwardTestGpu(Context& ctx, const PoolShape& s, const float* x, co
 // im2col.hpp with num = 1, and back (Col2ImGpu overwrites the image with the sum of its columns).
 void Im2ColGpu(Context& ctx, const float* image, const ConvGeometry& g, float* col);
 void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* image);
-// y (num, channels, spatial) += bias[channel] (the bias gradient is ChannelSumGpu, kernels/norm.hpp).
+// y (num, channels, spatial) += bias[channel] (the bias gradient: ChannelSums of src/layers/scale_math.hpp's terms).
 void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* bias, float* y);
 
 // ---- Convolution, cuDNN engine (cudnn/convolution_cudnn.cpp) -------------------------------------

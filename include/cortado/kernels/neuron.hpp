@@ -1,9 +1,10 @@
-// kernels/neuron.hpp — launchers of the GPU kernels behind the element-wise and structural layers
-// (ReLU, Sigmoid, TanH, Dropout, Concat/Slice, Eltwise, EuclideanLoss, DummyData). No CUDA types, so
-// the layers' .cpp files call them from Forward_gpu / Backward_gpu; each is defined in
-// src/layers/cuda/<layer>.cu and, in a CPU-only build, in src/layers/no_gpu/neuron_stub.cpp (throws).
-// Every pointer is a device pointer unless its name says host; everything runs on the context's
-// compute stream without waiting, except UploadAndWait.
+// kernels/neuron.hpp — launchers of the GPU kernels behind some element-wise and structural layers
+// (Dropout, Concat/Slice, Eltwise, EuclideanLoss, DummyData); the neuron layers' arithmetic is
+// src/layers/neuron_math.hpp, shared by both devices. No CUDA types, so the layers' .cpp files call
+// them from Forward_gpu / Backward_gpu; each is defined in src/layers/cuda/<layer>.cu and, in a
+// CPU-only build, in src/layers/no_gpu/neuron_stub.cpp (throws). Every pointer is a device pointer
+// unless its name says host; everything runs on the context's compute stream without waiting, except
+// UploadAndWait.
 #pragma once
 
 #include <cstdint>
@@ -11,17 +12,6 @@
 #include "cortado/context.hpp"
 
 namespace cortado {
-
-// ---- ReLU (relu.cu) ------------------------------------------------------------------------------
-// y = x > 0 ? x : slope·x;  dx = dy · (x > 0 ? 1 : slope). y may be x, dx may be dy (in place).
-void ReLUForwardGpu(Context& ctx, int64_t n, float slope, const float* x, float* y);
-void ReLUBackwardGpu(Context& ctx, int64_t n, float slope, const float* x, const float* dy, float* dx);
-
-// ---- Sigmoid (sigmoid.cu), TanH (tanh.cu): backward from the top data y ---------------------------
-void SigmoidForwardGpu(Context& ctx, int64_t n, const float* x, float* y);               // 1 / (1 + e^−x)
-void SigmoidBackwardGpu(Context& ctx, int64_t n, const float* y, const float* dy, float* dx);  // dy·y·(1−y)
-void TanHForwardGpu(Context& ctx, int64_t n, const float* x, float* y);                  // tanh(x)
-void TanHBackwardGpu(Context& ctx, int64_t n, const float* y, const float* dy, float* dx);     // dy·(1−y²)
 
 // ---- Dropout (dropout.cu) --------------------------------------------------------------------------
 // mask[i] = (u_i ≥ threshold ? scale : 0) and y[i] = x[i]·mask[i], where u_i is a 32-bit hash of

@@ -1,6 +1,7 @@
 // math_gpu.cu — math_gpu.hpp: cuBLAS for the BLAS calls (row-major operands passed as their
-// column-major transposes), grid-stride kernels for the element-wise rest, all on the context's
-// compute stream. The reductions that return a number wait for it.
+// column-major transposes), kernels/arithmetic.hpp's functors (shared with math_cpu.cpp) for the
+// element-wise rest, all on the context's compute stream. The reductions that return a number wait
+// for it.
 #include <cublas_v2.h>
 #include <cub/block/block_reduce.cuh>
 #include <glog/logging.h>
@@ -9,7 +10,9 @@
 #include <limits>
 
 #include "cortado/cuda/cublas_library.hpp"
+#include "cortado/cuda/for_each.cuh"  // MapGpu
 #include "cortado/cuda/resources.hpp"
+#include "cortado/kernels/arithmetic.hpp"
 #include "cortado/math_gpu.hpp"
 
 namespace cortado {
@@ -27,46 +30,24 @@ int AsInt(int64_t n) {
   return static_cast<int>(n);
 }
 
-__global__ void SetKernel(int64_t n, float value, float* y) {
-  CORTADO_KERNEL_LOOP(i, n) y[i] = value;
-}
-__global__ void ScaleKernel(int64_t n, float alpha, const float* x, float* y) {
-  CORTADO_KERNEL_LOOP(i, n) y[i] = alpha * x[i];
-}
-__global__ void AxpbyKernel(int64_t n, float alpha, const float* x, float beta, float* y) {
-  CORTADO_KERNEL_LOOP(i, n) y[i] = alpha * x[i] + beta * y[i];
-}
-__global__ void AddScalarKernel(int64_t n, float alpha, float* y) {
-  CORTADO_KERNEL_LOOP(i, n) y[i] += alpha;
-}
-__global__ void SignKernel(int64_t n, const float* x, float* y) {
-  CORTADO_KERNEL_LOOP(i, n) y[i] = static_cast<float>((x[i] > 0) - (x[i] < 0));
-}
-enum class BinaryOp { kAdd, kSub, kMul, kDiv };
-template <BinaryOp op>
-__global__ void BinaryKernel(int64_t n, const float* a, const float* b, float* y) {
-  CORTADO_KERNEL_LOOP(i, n) {
-    if (op == BinaryOp::kAdd) y[i] = a[i] + b[i];
-    if (op == BinaryOp::kSub) y[i] = a[i] - b[i];
-    if (op == BinaryOp::kMul) y[i] = a[i] * b[i];
-    if (op == BinaryOp::kDiv) y[i] = a[i] / b[i];
-  }
-}
-// Counts the non-finite values into *bad (0 when all are finite).
 __global__ void CountNonFiniteKernel(int64_t n, const float* x, unsigned int* bad) {
   unsigned int local = 0;
   CORTADO_KERNEL_LOOP(i, n) local += !isfinite(x[i]);
   if (local) atomicAdd(bad, local);
 }
 
-template <BinaryOp op>
-void Binary(Context& ctx, int64_t n, const float* a, const float* b, float* y) {
-  if (n == 0) return;
-  BinaryKernel<op><<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, a, b, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
-}
-
 }  // namespace
+
+// kernels/arithmetic.hpp's functors on the GPU, for math_gpu.hpp and for the layers that use them.
+CORTADO_GPU_MAP(arithmetic::Constant, float*);
+CORTADO_GPU_MAP(arithmetic::Scaled, float*, const float*);
+CORTADO_GPU_MAP(arithmetic::Axpby, float*, const float*, const float*);
+CORTADO_GPU_MAP(arithmetic::PlusConstant, float*, const float*);
+CORTADO_GPU_MAP(arithmetic::Sign, float*, const float*);
+CORTADO_GPU_MAP(arithmetic::Sum, float*, const float*, const float*);
+CORTADO_GPU_MAP(arithmetic::Difference, float*, const float*, const float*);
+CORTADO_GPU_MAP(arithmetic::Product, float*, const float*, const float*);
+CORTADO_GPU_MAP(arithmetic::Quotient, float*, const float*, const float*);
 
 void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c) {
@@ -92,17 +73,13 @@ void gpu_axpy(Context& ctx, int64_t n, float alpha, const float* x, float* y) {
 }
 
 void gpu_axpby(Context& ctx, int64_t n, float alpha, const float* x, float beta, float* y) {
-  if (n == 0) return;
-  AxpbyKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, alpha, x, beta, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  Map(ctx, n, arithmetic::Axpby{alpha, beta}, y, x, y);
 }
 
 void gpu_scale(Context& ctx, int64_t n, float alpha, float* x) { gpu_scale(ctx, n, alpha, x, x); }
 
 void gpu_scale(Context& ctx, int64_t n, float alpha, const float* x, float* y) {
-  if (n == 0) return;
-  ScaleKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, alpha, x, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  Map(ctx, n, arithmetic::Scaled{alpha}, y, x);
 }
 
 void gpu_copy(Context& ctx, int64_t n, const float* x, float* y) {
@@ -116,8 +93,7 @@ void gpu_set(Context& ctx, int64_t n, float value, float* y) {
     CORTADO_CUDA_CHECK(cudaMemsetAsync(y, 0, n * sizeof(float), cuda::Stream(ctx)));
     return;
   }
-  SetKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, value, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  Map(ctx, n, arithmetic::Constant{value}, y);
 }
 
 float gpu_dot(Context& ctx, int64_t n, const float* x, const float* y) {
@@ -142,8 +118,7 @@ __global__ void DotAccumulateKernel(int64_t n, const float* x, const float* y, f
 
 void gpu_dot_accumulate(Context& ctx, int64_t n, const float* x, const float* y, float* result) {
   if (n == 0) return;
-  DotAccumulateKernel<<<1, kThreads, 0, cuda::Stream(ctx)>>>(n, x, y, result);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(DotAccumulateKernel, 1, kThreads, 0, cuda::Stream(ctx), n, x, y, result);
 }
 
 float gpu_asum(Context& ctx, int64_t n, const float* x) {
@@ -158,21 +133,25 @@ double gpu_sumsq(Context& ctx, int64_t n, const float* x) {
   return static_cast<double>(norm) * norm;  // squared in double: a norm above ~1.8e19 stays finite
 }
 
-void gpu_add(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kAdd>(ctx, n, a, b, y); }
-void gpu_sub(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kSub>(ctx, n, a, b, y); }
-void gpu_mul(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kMul>(ctx, n, a, b, y); }
-void gpu_div(Context& ctx, int64_t n, const float* a, const float* b, float* y) { Binary<BinaryOp::kDiv>(ctx, n, a, b, y); }
+void gpu_add(Context& ctx, int64_t n, const float* a, const float* b, float* y) {
+  Map(ctx, n, arithmetic::Sum{}, y, a, b);
+}
+void gpu_sub(Context& ctx, int64_t n, const float* a, const float* b, float* y) {
+  Map(ctx, n, arithmetic::Difference{}, y, a, b);
+}
+void gpu_mul(Context& ctx, int64_t n, const float* a, const float* b, float* y) {
+  Map(ctx, n, arithmetic::Product{}, y, a, b);
+}
+void gpu_div(Context& ctx, int64_t n, const float* a, const float* b, float* y) {
+  Map(ctx, n, arithmetic::Quotient{}, y, a, b);
+}
 
 void gpu_add_scalar(Context& ctx, int64_t n, float alpha, float* y) {
-  if (n == 0) return;
-  AddScalarKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, alpha, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  Map(ctx, n, arithmetic::PlusConstant{alpha}, y, y);
 }
 
 void gpu_sign(Context& ctx, int64_t n, const float* x, float* y) {
-  if (n == 0) return;
-  SignKernel<<<BlocksFor(n), kThreads, 0, cuda::Stream(ctx)>>>(n, x, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  Map(ctx, n, arithmetic::Sign{}, y, x);
 }
 
 bool gpu_all_finite(Context& ctx, int64_t n, const float* x) {
@@ -181,8 +160,7 @@ bool gpu_all_finite(Context& ctx, int64_t n, const float* x) {
   GpuResources& gpu = cuda::Resources(ctx);
   const cudaStream_t stream = cuda::Stream(ctx);
   CORTADO_CUDA_CHECK(cudaMemsetAsync(gpu.finite_count, 0, sizeof(unsigned int), stream));
-  CountNonFiniteKernel<<<BlocksFor(n), kThreads, 0, stream>>>(n, x, gpu.finite_count);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(CountNonFiniteKernel, BlocksFor(n), kThreads, 0, stream, n, x, gpu.finite_count);
   CORTADO_CUDA_CHECK(cudaMemcpyAsync(gpu.finite_count_host, gpu.finite_count, sizeof(unsigned int),
                                      cudaMemcpyDeviceToHost, stream));
   CORTADO_CUDA_CHECK(cudaStreamSynchronize(stream));

@@ -9,12 +9,6 @@ namespace {
 [[noreturn]] void NoCuda() { Fail("this build of Cortado has no GPU support (rebuild with the CUDA toolkit)"); }
 }  // namespace
 
-void ReLUForwardGpu(Context&, int64_t, float, const float*, float*) { NoCuda(); }
-void ReLUBackwardGpu(Context&, int64_t, float, const float*, const float*, float*) { NoCuda(); }
-void SigmoidForwardGpu(Context&, int64_t, const float*, float*) { NoCuda(); }
-void SigmoidBackwardGpu(Context&, int64_t, const float*, const float*, float*) { NoCuda(); }
-void TanHForwardGpu(Context&, int64_t, const float*, float*) { NoCuda(); }
-void TanHBackwardGpu(Context&, int64_t, const float*, const float*, float*) { NoCuda(); }
 void DropoutForwardGpu(Context&, int64_t, const uint64_t*, uint64_t, float, const float*, float*, float*) { NoCuda(); }
 void CopyRowsGpu(Context&, int64_t, int64_t, const float*, int64_t, float*, int64_t) { NoCuda(); }
 void EltwiseMaxStepGpu(Context&, int64_t, const float*, int, float*, float*) { NoCuda(); }

@@ -1,0 +1,197 @@
+// kernels/for_each.hpp — one arithmetic for both devices: a layer's element-wise and per-channel math
+// is written once, as a functor, and run over a range by the CPU or the GPU.
+//
+// What is shared. A functor holds a formula's parameters by value and maps the input values of one
+// element to its output value, in float: `float operator()(float x, float dy) const` (Map), or with
+// the element's channel first, `float operator()(int64_t c, float x) const` (MapChannels). Its body is
+// CORTADO_HOST_DEVICE, so the same lines compile for the host and for the GPU. Map runs it where the
+// context lives:
+//   - the CPU: an OpenMP loop (split over the threads when the range is large), vectorised;
+//   - the GPU (cuda/for_each.cuh): a grid-stride kernel that loads and stores 16 bytes at a time when
+//     every pointer allows it, two such packs in flight per thread; MapChannels launches a 2-D grid of
+//     (planes × spatial), so a thread finds its channel once per plane instead of dividing per element.
+// Element i of the output depends only on element i of the inputs, so both devices compute the same
+// float operations in the same order, and the output may be one of the inputs (in place).
+//
+// Storage. The pointers are of a storage type T (float today); values are converted to float before
+// the functor and back after it (ToFloat, FromFloat), so 16-bit storage only adds those conversions.
+//
+// Per-channel sums (ChannelSums) share their per-element terms and their finishing steps the same way;
+// only the order of the additions is each device's own, fixed by the shape (so results repeat bit for
+// bit on each device).
+//
+// What stays device-specific, and is named as such where it lives: cuDNN and cuBLAS calls; scatter and
+// gather backward passes (pooling's MAX backward); and kernels whose CPU form is another algorithm
+// (im2col-based convolution, LRN's running window sums).
+//
+// Building. A .cpp calls Map; in a CUDA build the GPU side of each functor is instantiated once in a
+// .cu beside the layer's family (CORTADO_GPU_MAP, cuda/for_each.cuh), and a missing one fails at link
+// time. A CPU-only build needs nothing per functor: MapGpu then says the build has no CUDA, and so do
+// the device-specific GPU functions declared with CORTADO_GPU_ONLY.
+#pragma once
+
+#include <cstdint>
+#include <utility>
+
+#include "cortado/context.hpp"
+#include "cortado/error.hpp"
+
+#if defined(__CUDACC__)
+#define CORTADO_HOST_DEVICE __host__ __device__
+#else
+#define CORTADO_HOST_DEVICE
+#endif
+
+namespace cortado {
+
+// ---- storage ↔ arithmetic -------------------------------------------------------------------------
+CORTADO_HOST_DEVICE inline float ToFloat(float v) { return v; }
+template <typename T>
+CORTADO_HOST_DEVICE T FromFloat(float v);
+template <>
+CORTADO_HOST_DEVICE inline float FromFloat<float>(float v) { return v; }
+
+// std::min and std::max as the CPU loops have always used them (a NaN first argument is returned, a
+// NaN second one is not), for both devices.
+CORTADO_HOST_DEVICE inline float MinOf(float a, float b) { return b < a ? b : a; }
+CORTADO_HOST_DEVICE inline float MaxOf(float a, float b) { return a < b ? b : a; }
+
+// ---- shapes -----------------------------------------------------------------------------------------
+// (num, channels, spatial): num · channels planes of `spatial` contiguous elements; plane p holds
+// channel p % channels. Caffe's (N, C, H, W) blobs, Scale's (outer, dim, inner) and PReLU's
+// (num, channels, dim) are all such a layout.
+struct ChannelLayout {
+  int64_t num = 0, channels = 1, spatial = 1;
+  int64_t count() const { return num * channels * spatial; }
+};
+
+// Ranges at least this long are split over the CPU's threads (below it a thread team costs more than
+// the loop).
+constexpr int64_t kCpuParallelElements = int64_t{1} << 15;
+
+// ---- the CPU side -----------------------------------------------------------------------------------
+// out[i] = f(in[i]...) for i < n.
+template <typename F, typename T, typename... Ins>
+void MapCpu(int64_t n, F f, T* out, const Ins*... in) {
+#pragma omp parallel for simd schedule(static) if (n >= kCpuParallelElements)
+  for (int64_t i = 0; i < n; ++i) out[i] = FromFloat<T>(f(ToFloat(in[i])...));
+}
+
+// out[i] = f(c, in[i]...) over a ChannelLayout, c the channel of element i.
+template <typename F, typename T, typename... Ins>
+void MapChannelsCpu(ChannelLayout l, F f, T* out, const Ins*... in) {
+  const int64_t planes = l.num * l.channels, spatial = l.spatial;
+#pragma omp parallel for schedule(static) if (l.count() >= kCpuParallelElements)
+  for (int64_t p = 0; p < planes; ++p) {
+    const int64_t c = p % l.channels, base = p * spatial;
+#pragma omp simd
+    for (int64_t s = 0; s < spatial; ++s) out[base + s] = FromFloat<T>(f(c, ToFloat(in[base + s])...));
+  }
+}
+
+// ---- per-channel sums --------------------------------------------------------------------------------
+// A Term adds element i's share of Term::kSums sums, in double: term(i, c, sum). A Finish turns a
+// channel's totals into what the layer keeps: finish(c, totals). Both are CORTADO_HOST_DEVICE functors
+// of the layer's; the order of the additions is each device's own, fixed by the shape alone:
+//   - the CPU sums each image's stretch of the channel in vector lanes and adds the stretches in order
+//     (ChannelSumCpu), channels split over the threads;
+//   - the GPU sums chunks of a channel in blocks and adds the chunks in order (cuda/channel_sums.cuh);
+//     `scratch` holds ChannelSumScratchFloats(num, channels, spatial, Term::kSums) floats there (the
+//     CPU needs none).
+
+// Sum k of `term` over channel c.
+template <int k, typename Term>
+double ChannelSumCpu(ChannelLayout l, int64_t c, const Term& term) {
+  double sum = 0;
+  for (int64_t n = 0; n < l.num; ++n) {
+    const int64_t base = (n * l.channels + c) * l.spatial;
+    double part = 0;
+#pragma omp simd reduction(+ : part)
+    for (int64_t q = 0; q < l.spatial; ++q) {
+      double sums[Term::kSums] = {};
+      term(base + q, c, sums);
+      part += sums[k];
+    }
+    sum += part;
+  }
+  return sum;
+}
+
+template <typename Term, typename Finish, size_t... K>
+void FinishChannelCpu(ChannelLayout l, int64_t c, const Term& term, const Finish& finish, std::index_sequence<K...>) {
+  const double totals[] = {ChannelSumCpu<static_cast<int>(K)>(l, c, term)...};
+  finish(c, totals);
+}
+
+template <typename Term, typename Finish>
+void ChannelSumsCpu(ChannelLayout l, const Term& term, const Finish& finish) {
+#pragma omp parallel for schedule(static) if (l.count() >= kCpuParallelElements)
+  for (int64_t c = 0; c < l.channels; ++c)
+    FinishChannelCpu(l, c, term, finish, std::make_index_sequence<Term::kSums>{});
+}
+
+// ---- the GPU side: defined in cuda/for_each.cuh, instantiated by CORTADO_GPU_MAP ----------------------
+#if defined(CORTADO_WITH_CUDA)
+template <typename F, typename T, typename... Ins>
+void MapGpu(Context& ctx, int64_t n, F f, T* out, const Ins*... in);
+template <typename F, typename T, typename... Ins>
+void MapChannelsGpu(Context& ctx, ChannelLayout l, F f, T* out, const Ins*... in);
+template <typename Term, typename Finish>
+void ChannelSumsGpu(Context& ctx, ChannelLayout l, float* scratch, const Term& term, const Finish& finish);
+// A device-specific GPU function, declared beside its layer: CORTADO_GPU_ONLY(void F(Context& ctx, …)).
+// A CUDA build defines it in a .cu; a CPU-only build gets a body that says the build has no CUDA, so
+// no stub is written by hand.
+#define CORTADO_GPU_ONLY(...) __VA_ARGS__;
+#else
+[[noreturn]] inline void FailNoCudaInThisBuild() {
+  Fail("this build of Cortado has no CUDA: run the net with solver_mode: CPU");
+}
+#define CORTADO_GPU_ONLY(...) \
+  inline __VA_ARGS__ { ::cortado::FailNoCudaInThisBuild(); }
+template <typename F, typename T, typename... Ins>
+void MapGpu(Context&, int64_t, F, T*, const Ins*...) {
+  FailNoCudaInThisBuild();
+}
+template <typename F, typename T, typename... Ins>
+void MapChannelsGpu(Context&, ChannelLayout, F, T*, const Ins*...) {
+  FailNoCudaInThisBuild();
+}
+template <typename Term, typename Finish>
+void ChannelSumsGpu(Context&, ChannelLayout, float*, const Term&, const Finish&) {
+  FailNoCudaInThisBuild();
+}
+#endif
+
+// ---- where the context lives ------------------------------------------------------------------------
+template <typename F, typename T, typename... Ins>
+void Map(Context& ctx, int64_t n, F f, T* out, const Ins*... in) {
+  if (n == 0) return;
+  if (ctx.device() == Device::kGPU) {
+    MapGpu(ctx, n, f, out, in...);
+  } else {
+    MapCpu(n, f, out, in...);
+  }
+}
+
+template <typename F, typename T, typename... Ins>
+void MapChannels(Context& ctx, ChannelLayout l, F f, T* out, const Ins*... in) {
+  if (l.count() == 0) return;
+  if (ctx.device() == Device::kGPU) {
+    MapChannelsGpu(ctx, l, f, out, in...);
+  } else {
+    MapChannelsCpu(l, f, out, in...);
+  }
+}
+
+// The Term's sums of every channel, each finished by `finish`, on the context's device.
+template <typename Term, typename Finish>
+void ChannelSums(Context& ctx, ChannelLayout l, float* scratch, const Term& term, const Finish& finish) {
+  if (l.channels == 0) return;
+  if (ctx.device() == Device::kGPU) {
+    ChannelSumsGpu(ctx, l, scratch, term, finish);
+  } else {
+    ChannelSumsCpu(l, term, finish);
+  }
+}
+
+}  // namespace cortado
