@@ -11,6 +11,7 @@
 #include "cortado/error.hpp"          // CORTADO_REQUIRE
 #include "cortado/math_gpu.hpp"       // gpu_sumsq, gpu_scale
 #include "cortado/update_rules.hpp"   // FlatParams, ClipGradients, Regularize
+#include "update_math.hpp"            // DecayTerm
 
 namespace cortado {
 
@@ -88,10 +89,9 @@ void Regularize(FlatParams& params, const SolverParameter& param) {
     const float* __restrict w = params.data + s.offset;
     float* __restrict g = params.diff + s.offset;
     if (l1) {
-      for (int64_t i = 0; i < s.count; ++i)
-        g[i] += decay * static_cast<float>((0.0f < w[i]) - (w[i] < 0.0f));
+      for (int64_t i = 0; i < s.count; ++i) g[i] += DecayTerm<true>(decay, w[i]);
     } else {
-      for (int64_t i = 0; i < s.count; ++i) g[i] += decay * w[i];
+      for (int64_t i = 0; i < s.count; ++i) g[i] += DecayTerm<false>(decay, w[i]);
     }
   }
 }

@@ -1,15 +1,16 @@
 // update_rules_gpu.cu — the solver's arithmetic on a GPU: the six update rules, each one fused kernel
-// over the flat buffers, and weight decay, with the formulas of update_rules.hpp in the order of float
-// operations of the CPU loops (update_rules.cpp, regularize.cpp); and host copies of solver history
-// ordered with the compute stream.
+// over the flat buffers, and weight decay; the formulas are update_math.hpp's, which the CPU loops
+// (update_rules.cpp, regularize.cpp) share; and host copies of solver history ordered with the compute
+// stream.
 #include <cuda_runtime.h>
 #include <glog/logging.h>
 
 #include <algorithm>
 #include <vector>
 
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_CHECK, CORTADO_KERNEL_LOOP
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_LAUNCH, CORTADO_KERNEL_LOOP
 #include "cortado/update_rules.hpp"    // FlatParams, UpdateConstants, gpu_update, gpu_regularize
+#include "../update_math.hpp"            // RuleStep
 
 namespace cortado {
 
@@ -85,43 +86,9 @@ __global__ void UpdateKernel(SegmentTable table, UpdateConstants c, UpdateArgs a
       float gi = g[i];
       if (a.grad_scale != 1.0f) gi = gi * a.grad_scale;
       if (a.clip_at != nullptr) gi = gi * clip;
-      if (decay != 0.0f) {
-        if (a.l1) {
-          gi = gi + decay * static_cast<float>((0.0f < w[i]) - (w[i] < 0.0f));
-        } else {
-          gi = gi + decay * w[i];
-        }
-      }
-      float u;
-      if (kind == UpdateConstants::kSGD) {  // h = μ·h + α·g; u = h
-        u = alpha * gi + c.mu * h0[i];
-        h0[i] = u;
-      } else if (kind == UpdateConstants::kNesterov) {  // h' = μ·h + α·g; u = (1+μ)·h' − μ·h
-        const float old = h0[i];
-        const float v = alpha * gi + c.mu * old;
-        u = (1.0f + c.mu) * v + -c.mu * old;
-        h0[i] = v;
-      } else if (kind == UpdateConstants::kAdaGrad) {  // h += g²; u = α·g / (√h + δ)
-        const float hi = h0[i] + gi * gi;
-        u = alpha * (gi / (sqrtf(hi) + c.delta));
-        h0[i] = hi;
-      } else if (kind == UpdateConstants::kRMSProp) {  // h = ρ·h + (1−ρ)·g²; u = α·g / (√h + δ)
-        const float hi = (1.0f - c.mu) * (gi * gi) + c.mu * h0[i];
-        u = alpha * (gi / (sqrtf(hi) + c.delta));
-        h0[i] = hi;
-      } else if (kind == UpdateConstants::kAdaDelta) {  // h, then d = g·√((s+δ)/(h+δ)), s; u = α·d
-        const float hi = (1.0f - c.mu) * (gi * gi) + c.mu * h0[i];
-        const float d = gi * sqrtf((c.delta + h1[i]) / (c.delta + hi));
-        u = alpha * d;
-        h0[i] = hi;
-        h1[i] = (1.0f - c.mu) * (d * d) + c.mu * h1[i];
-      } else {  // Adam: m = β₁·m + (1−β₁)·g; v = β₂·v + (1−β₂)·g²; u = α·correction · m / (√v + ε)
-        const float mi = (1.0f - c.mu) * gi + c.mu * h0[i];
-        const float vi = (1.0f - c.mu2) * (gi * gi) + c.mu2 * h1[i];
-        u = (alpha * correction) * (mi / (sqrtf(vi) + c.delta));
-        h0[i] = mi;
-        h1[i] = vi;
-      }
+      if (decay != 0.0f) gi = gi + (a.l1 ? DecayTerm<true>(decay, w[i]) : DecayTerm<false>(decay, w[i]));
+      float unused = 0;
+      const float u = RuleStep<kind>(c, alpha, correction, gi, h0[i], HasTwoHistories(kind) ? h1[i] : unused);
       g[i] = u;
       w[i] -= u;
     }
@@ -135,9 +102,8 @@ void Update(Context& ctx, const UpdateConstants& c, FlatParams& p, const std::ve
   CHECK_EQ(history.size(), two ? 2u : 1u) << "history buffers of the update";
   float* h1 = two ? history[1] : nullptr;
   ForEachTable(p, weight_decay, [](float) { return true; }, [&](const SegmentTable& table, int64_t largest) {
-    UpdateKernel<kind><<<BlocksFor(largest), kThreads, 0, cuda::Stream(ctx)>>>(table, c, args, p.data, p.diff,
-                                                                              history[0], h1);
-    CORTADO_CUDA_LAUNCH_CHECK();
+    CORTADO_LAUNCH(UpdateKernel<kind>, BlocksFor(largest), kThreads, 0, cuda::Stream(ctx), table, c, args, p.data,
+                   p.diff, history[0], h1);
   });
 }
 
@@ -166,14 +132,7 @@ __global__ void DecayKernel(SegmentTable table, const float* __restrict__ w, flo
   for (int s = 0; s < table.size; ++s) {
     const int64_t base = table.offset[s];
     const float decay = table.decay[s];
-    CORTADO_KERNEL_LOOP(j, table.count[s]) {
-      const int64_t i = base + j;
-      if (l1) {
-        g[i] += decay * static_cast<float>((0.0f < w[i]) - (w[i] < 0.0f));
-      } else {
-        g[i] += decay * w[i];
-      }
-    }
+    CORTADO_KERNEL_LOOP(j, table.count[s]) g[base + j] += DecayTerm<l1>(decay, w[base + j]);
   }
 }
 
@@ -202,13 +161,12 @@ void gpu_regularize(Context& ctx, FlatParams& params, float weight_decay, bool l
   ForEachTable(params, weight_decay, [](float decay) { return decay != 0.0f; },
                [&](const SegmentTable& table, int64_t largest) {
                  if (l1) {
-                   DecayKernel<true><<<BlocksFor(largest), kThreads, 0, cuda::Stream(ctx)>>>(table, params.data,
-                                                                                             params.diff);
+                   CORTADO_LAUNCH(DecayKernel<true>, BlocksFor(largest), kThreads, 0, cuda::Stream(ctx), table,
+                                  params.data, params.diff);
                  } else {
-                   DecayKernel<false><<<BlocksFor(largest), kThreads, 0, cuda::Stream(ctx)>>>(table, params.data,
-                                                                                              params.diff);
+                   CORTADO_LAUNCH(DecayKernel<false>, BlocksFor(largest), kThreads, 0, cuda::Stream(ctx), table,
+                                  params.data, params.diff);
                  }
-                 CORTADO_CUDA_LAUNCH_CHECK();
                });
 }
 
