@@ -18,7 +18,7 @@
 //     TEST: y = Σx² / Σx over the window (0 when Σx ≤ 0). dx += dy·(2x − y) / Σx, the exact gradient
 //        (Caffe reads a stale sample index here).
 //     Caffe runs STOCHASTIC on the GPU only; both devices here share the window arithmetic
-//     (kernels/stochastic_pool.hpp), so they draw the same samples.
+//     (pooling_math.hpp), so they draw the same samples.
 // A window left empty (possible only without padding when stride > kernel) gives y = 0.
 // CPU engines: Cortado's loops (OpenMP over the planes), or oneDNN's primitives (kernels/onednn.hpp)
 // for MAX with no mask top (the argmaxes are oneDNN's own workspace, kept in the mask scratch) and for
@@ -26,8 +26,8 @@
 // Caffe's). Chosen as Convolution's are: engine CAFFE, engine ONEDNN, else the CPU engine setting,
 // which leaves it to timing (cpu_engine_choice.hpp). The two compute the same maxima, and sums alike up
 // to rounding.
-// GPU: kernels/dense.hpp (pooling.cu), the same windows and arithmetic: forward equals the CPU's bit
-// for bit (STOCHASTIC's TEST values up to rounding).
+// GPU: kernels/dense.hpp (pooling.cu), the same windows and arithmetic (pooling_math.hpp): forward
+// equals the CPU's bit for bit (STOCHASTIC's TEST values up to rounding).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -39,10 +39,9 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"
 #include "cortado/kernels/dense.hpp"
 #include "cortado/kernels/onednn.hpp"
-#include "cortado/kernels/stochastic_pool.hpp"
+#include "pooling_math.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/step_inputs.hpp"
@@ -59,7 +58,6 @@ class PoolingLayer : public Layer {
   int MaxTopBlobs() const override {
     return param_.pooling_param().pool() == PoolingParameter::MAX ? 2 : 1;
   }
-  bool HasGpuImplementation() const override { return BuiltWithCuda(); }
   // MAX and STOCHASTIC TRAIN route dy through the argmax (the mask top's data, or a scratch), AVE
   // reads nothing; only STOCHASTIC TEST reads x and y.
   bool BackwardReadsBottomData(int) const override { return StochasticTest(); }
@@ -345,9 +343,9 @@ class PoolingLayer : public Layer {
       const float* in = x + c * height_ * width_;
       for (int ph = 0; ph < out_h_; ++ph) {
         int h0, h1, w0, w1;
-        Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+        PoolWindow(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
         for (int pw = 0; pw < out_w_; ++pw, ++k) {
-          Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+          PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
           if (h0 >= h1 || w0 >= w1) {
             y[k] = 0.0f;
             pick[k] = train ? -1.0f : 0.0f;
@@ -370,10 +368,10 @@ class PoolingLayer : public Layer {
       const int64_t base = c * height_ * width_;
       for (int ph = 0; ph < out_h_; ++ph) {
         int h0, h1, w0, w1;
-        Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+        PoolWindow(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
         for (int pw = 0; pw < out_w_; ++pw, ++k) {
           if (!(sum[k] > 0.0f)) continue;
-          Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+          PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
           for (int h = h0; h < h1; ++h)
             for (int w = w0; w < w1; ++w) {
               const int64_t i = base + h * width_ + w;
@@ -402,14 +400,6 @@ class PoolingLayer : public Layer {
 
   // The window of output row/column o along one axis: [*lo, *hi) clipped to the image; the
   // return value is the window's length clipped to the padded image (AVE's divisor).
-  static int Window(int o, int stride, int pad, int kernel, int size, int* lo, int* hi) {
-    const int start = o * stride - pad;
-    const int end = std::min(start + kernel, size + pad);
-    *lo = std::max(start, 0);
-    *hi = std::min(end, size);
-    return end - start;
-  }
-
   // kK > 0: the kernel is kK × kK, and windows that lie wholly inside the image (all but a border)
   // run in a separate loop of fixed-length windows without clipping; kK = 0: any kernel.
   template <int kK>
@@ -421,12 +411,12 @@ class PoolingLayer : public Layer {
     const int inner_hi = last_start < 0 ? inner_lo : std::max(inner_lo, std::min(out_w, last_start / stride_w + 1));
     for (int ph = 0; ph < out_h_; ++ph, out += out_w, mask += out_w) {
       int h0, h1;
-      Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+      PoolWindow(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
       if (kK > 0 && h1 - h0 == kK) {
         MaxClipped(in, h0, h1, 0, inner_lo, out, mask);
         for (int pw = inner_lo; pw < inner_hi; ++pw) {
           int arg;
-          MaxOf(in, width, h0, kK, pw * stride_w - pad_w, kK, out + pw, &arg);
+          MaxOfWindow(in, width, h0, kK, pw * stride_w - pad_w, kK, out + pw, &arg);
           mask[pw] = static_cast<float>(arg);
         }
         MaxClipped(in, h0, h1, inner_hi, out_w, out, mask);
@@ -440,43 +430,21 @@ class PoolingLayer : public Layer {
   void MaxClipped(const float* in, int h0, int h1, int pw_lo, int pw_hi, float* out, float* mask) const {
     for (int pw = pw_lo; pw < pw_hi; ++pw) {
       int w0, w1, arg = -1;
-      Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+      PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
       out[pw] = 0.0f;
-      if (h0 < h1 && w0 < w1) MaxOf(in, width_, h0, h1 - h0, w0, w1 - w0, out + pw, &arg);
+      if (h0 < h1 && w0 < w1) MaxOfWindow(in, width_, h0, h1 - h0, w0, w1 - w0, out + pw, &arg);
       mask[pw] = static_cast<float>(arg);
     }
   }
 
-  // The max and first argmax (h·width + w) of a non-empty rows × cols window at (h0, w0).
-  static inline void MaxOf(const float* in, int width, int h0, int rows, int w0, int cols,
-                           float* best_out, int* arg_out) {
-    int arg = h0 * width + w0;
-    float best = in[arg];
-    for (int h = h0; h < h0 + rows; ++h) {
-      for (int w = w0; w < w0 + cols; ++w) {
-        // Selects with a mask rather than a branch: on real data the comparison is
-        // unpredictable, and a mispredicted branch per element costs more than the rest.
-        const float v = in[h * width + w];
-        const int greater = v > best;
-        arg += (h * width + w - arg) & -greater;
-        best = std::max(best, v);
-      }
-    }
-    *best_out = best;
-    *arg_out = arg;
-  }
 
   void AvePlane(const float* in, float* out) const {
     for (int ph = 0; ph < out_h_; ++ph) {
       int h0, h1, w0, w1;
-      const int size_h = Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+      const int size_h = PoolWindow(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
       for (int pw = 0; pw < out_w_; ++pw) {
-        const int size_w = Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
-        float sum = 0.0f;
-        for (int h = h0; h < h1; ++h)
-          for (int w = w0; w < w1; ++w) sum += in[h * width_ + w];
-        const bool empty = h0 >= h1 || w0 >= w1;
-        out[ph * out_w_ + pw] = empty ? 0.0f : sum / static_cast<float>(size_h * size_w);
+        const int size_w = PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+        out[ph * out_w_ + pw] = AverageOfWindow(in, width_, h0, h1, w0, w1, size_h, size_w);
       }
     }
   }
@@ -484,9 +452,9 @@ class PoolingLayer : public Layer {
   void AveBackwardPlane(const float* dy, float* dx) const {
     for (int ph = 0; ph < out_h_; ++ph) {
       int h0, h1, w0, w1;
-      const int size_h = Window(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
+      const int size_h = PoolWindow(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
       for (int pw = 0; pw < out_w_; ++pw) {
-        const int size_w = Window(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
+        const int size_w = PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
         const float g = dy[ph * out_w_ + pw] / static_cast<float>(size_h * size_w);
         for (int h = h0; h < h1; ++h)
           for (int w = w0; w < w1; ++w) dx[h * width_ + w] += g;

@@ -1,25 +1,14 @@
-// pooling.cu — Pooling's kernels (kernels/dense.hpp). Forward: one thread per output, walking its
-// window in pooling.cpp's order with the same arithmetic, so outputs and argmaxes equal the CPU's bit
-// for bit. Backward: one thread per input element gathers, in increasing output order, the outputs
-// whose windows hold it, and writes its gradient (no atomics, no zeroing pass). STOCHASTIC runs
-// kernels/stochastic_pool.hpp's window arithmetic, the CPU's own, one thread per output.
-#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_LAUNCH_CHECK
+// pooling.cu — Pooling's kernels (kernels/dense.hpp). Forward: one thread per output, running
+// pooling_math.hpp's window arithmetic, the CPU's own, so outputs and argmaxes equal the CPU's bit for
+// bit (STOCHASTIC's samples too). Backward: one thread per input element gathers, in increasing output
+// order, the outputs whose windows hold it, and writes its gradient (no atomics, no zeroing pass).
+#include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/kernels/dense.hpp"
-#include "cortado/kernels/stochastic_pool.hpp"  // StochasticPoolUniform, StochasticPoolPick, StochasticPoolTestValue
+#include "../pooling_math.hpp"  // PoolWindow, MaxOfWindow, AverageOfWindow, StochasticPool*
 
 namespace cortado {
 
 namespace {
-
-// pooling.cpp's Window: output o's input range [*lo, *hi) clipped to the image; returns the window's
-// length clipped to the padded image (AVE's divisor).
-__device__ __forceinline__ int Window(int o, int stride, int pad, int kernel, int size, int* lo, int* hi) {
-  const int start = o * stride - pad;
-  const int end = min(start + kernel, size + pad);
-  *lo = max(start, 0);
-  *hi = min(end, size);
-  return end - start;
-}
 
 // The outputs [*lo, *hi) along one axis whose windows hold input index i (a superset is harmless:
 // MAX checks the mask and AVE's windows are exactly these).
@@ -33,23 +22,11 @@ __global__ void MaxPoolForwardKernel(int64_t n, PoolShape s, const float* x, flo
     const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
     const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
     int h0, h1, w0, w1;
-    Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
-    Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
     float best = 0.0f;
     int arg = -1;
-    if (h0 < h1 && w0 < w1) {
-      arg = h0 * s.width + w0;
-      best = in[arg];
-      for (int h = h0; h < h1; ++h) {
-        for (int w = w0; w < w1; ++w) {
-          const float v = in[h * s.width + w];
-          if (v > best) {  // the first maximum wins, as on the CPU
-            best = v;
-            arg = h * s.width + w;
-          }
-        }
-      }
-    }
+    if (h0 < h1 && w0 < w1) MaxOfWindow(in, s.width, h0, h1 - h0, w0, w1 - w0, &best, &arg);
     y[k] = best;
     mask[k] = static_cast<float>(arg);
   }
@@ -60,13 +37,9 @@ __global__ void AvePoolForwardKernel(int64_t n, PoolShape s, const float* x, flo
     const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
     const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
     int h0, h1, w0, w1;
-    const int size_h = Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
-    const int size_w = Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
-    float sum = 0.0f;
-    for (int h = h0; h < h1; ++h)
-      for (int w = w0; w < w1; ++w) sum += in[h * s.width + w];
-    const bool empty = h0 >= h1 || w0 >= w1;
-    y[k] = empty ? 0.0f : sum / static_cast<float>(size_h * size_w);
+    const int size_h = PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    const int size_w = PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    y[k] = AverageOfWindow(in, s.width, h0, h1, w0, w1, size_h, size_w);
   }
 }
 
@@ -99,9 +72,9 @@ __global__ void AvePoolBackwardKernel(int64_t n, PoolShape s, const float* dy, f
     float g = 0.0f;
     for (int ph = ph0; ph < ph1; ++ph) {
       int lo, hi;
-      const int size_h = Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &lo, &hi);
+      const int size_h = PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &lo, &hi);
       for (int pw = pw0; pw < pw1; ++pw) {
-        const int size_w = Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &lo, &hi);
+        const int size_w = PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &lo, &hi);
         g += dy[out_base + ph * s.out_w + pw] / static_cast<float>(size_h * size_w);
       }
     }
@@ -117,8 +90,8 @@ __global__ void StoPoolForwardTrainKernel(int64_t n, PoolShape s, const uint64_t
     const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
     const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
     int h0, h1, w0, w1;
-    Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
-    Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
     float value = 0.0f;
     int index = -1;
     if (h0 < h1 && w0 < w1)
@@ -135,8 +108,8 @@ __global__ void StoPoolForwardTestKernel(int64_t n, PoolShape s, const float* x,
     const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
     const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
     int h0, h1, w0, w1;
-    Window(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
-    Window(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
+    PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
+    PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
     float value = 0.0f, total = 0.0f;
     if (h0 < h1 && w0 < w1) value = StochasticPoolTestValue(in, s.width, h0, h1, w0, w1, &total);
     y[k] = value;
@@ -173,52 +146,47 @@ int64_t Inputs(const PoolShape& s) { return s.planes * s.height * s.width; }
 void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* mask) {
   const int64_t n = Outputs(s);
   if (n == 0) return;
-  MaxPoolForwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y, mask);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MaxPoolForwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y, mask);
 }
 
 void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y) {
   const int64_t n = Outputs(s);
   if (n == 0) return;
-  AvePoolForwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(AvePoolForwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y);
 }
 
 void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, const float* mask, float* dx) {
   const int64_t n = Inputs(s);
   if (n == 0) return;
-  MaxPoolBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, dy, mask, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(MaxPoolBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, dy, mask, dx);
 }
 
 void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float* dx) {
   const int64_t n = Inputs(s);
   if (n == 0) return;
-  AvePoolBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, dy, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(AvePoolBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, dy, dx);
 }
 
 void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, const uint64_t* seed, const float* x, float* y,
                             float* pick) {
   const int64_t n = Outputs(s);
   if (n == 0) return;
-  StoPoolForwardTrainKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, seed, x, y, pick);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(StoPoolForwardTrainKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, seed, x, y,
+                 pick);
 }
 
 void StoPoolForwardTestGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* sum) {
   const int64_t n = Outputs(s);
   if (n == 0) return;
-  StoPoolForwardTestKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y, sum);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(StoPoolForwardTestKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y, sum);
 }
 
 void StoPoolBackwardTestGpu(Context& ctx, const PoolShape& s, const float* x, const float* y, const float* dy,
                             const float* sum, float* dx) {
   const int64_t n = Inputs(s);
   if (n == 0) return;
-  StoPoolBackwardTestKernel<<<cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx)>>>(n, s, x, y, dy, sum, dx);
-  CORTADO_CUDA_LAUNCH_CHECK();
+  CORTADO_LAUNCH(StoPoolBackwardTestKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y, dy,
+                 sum, dx);
 }
 
 }  // namespace cortado

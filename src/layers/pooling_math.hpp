@@ -1,0 +1,108 @@
+// pooling_math.hpp — Pooling's arithmetic over one window, once for both devices: pooling.cpp (CPU)
+// and cuda/pooling.cu (GPU) call the same CORTADO_HOST_DEVICE functions (kernels/for_each.hpp), so
+// windows, maxima and their argmaxes, averages and STOCHASTIC's samples (drawn from the same seed)
+// are the same on both. What differs by device is only how outputs are walked: the CPU runs a plane
+// at a time (with fixed-size windows inside the image apart), the GPU a thread per output; and the
+// backward passes, a scatter from each output on the CPU and a gather into each input on the GPU.
+//
+// A window is rows [h0, h1) × columns [w0, w1) of a plane `width` wide.
+#pragma once
+
+#include <cstdint>
+
+#include "cortado/kernels/for_each.hpp"  // CORTADO_HOST_DEVICE
+
+namespace cortado {
+
+// Output o's input range [*lo, *hi) along one axis, clipped to the image; returns the window's length
+// clipped to the padded image (AVE's divisor).
+CORTADO_HOST_DEVICE inline int PoolWindow(int o, int stride, int pad, int kernel, int size, int* lo, int* hi) {
+  const int start = o * stride - pad;
+  const int end = start + kernel < size + pad ? start + kernel : size + pad;
+  *lo = start > 0 ? start : 0;
+  *hi = end < size ? end : size;
+  return end - start;
+}
+
+// The max and first argmax (h·width + w) of a non-empty rows × cols window at (h0, w0). Selects with a
+// mask rather than a branch: on real data the comparison is unpredictable, and a mispredicted branch
+// per element costs the CPU more than the rest.
+CORTADO_HOST_DEVICE inline void MaxOfWindow(const float* in, int width, int h0, int rows, int w0, int cols,
+                                            float* best_out, int* arg_out) {
+  int arg = h0 * width + w0;
+  float best = in[arg];
+  for (int h = h0; h < h0 + rows; ++h) {
+    for (int w = w0; w < w0 + cols; ++w) {
+      const float v = in[h * width + w];
+      const int greater = v > best;
+      arg += (h * width + w - arg) & -greater;
+      best = MaxOf(best, v);
+    }
+  }
+  *best_out = best;
+  *arg_out = arg;
+}
+
+// AVE's output: the window's sum, row by row, over its size in the padded image (size_h · size_w); 0
+// for a window wholly in the padding.
+CORTADO_HOST_DEVICE inline float AverageOfWindow(const float* in, int width, int h0, int h1, int w0, int w1, int size_h,
+                                                 int size_w) {
+  float sum = 0.0f;
+  for (int h = h0; h < h1; ++h)
+    for (int w = w0; w < w1; ++w) sum += in[h * width + w];
+  const bool empty = h0 >= h1 || w0 >= w1;
+  return empty ? 0.0f : sum / static_cast<float>(size_h * size_w);
+}
+
+// ---- STOCHASTIC (windows not empty) ----------------------------------------------------------------
+// The uniform draw in (0, 1] for output i of a Forward whose seed is `seed`: the high 24 bits k of
+// SplitMix64's i-th output, as (k + 1)·2⁻²⁴ (exact in float, so no rounding differs between devices).
+CORTADO_HOST_DEVICE inline float StochasticPoolUniform(uint64_t seed, uint64_t i) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>((z >> 40) + 1) * (1.0f / 16777216.0f);
+}
+
+// TRAIN: samples a position with probability proportional to its (non-negative) activation, as Caffe
+// does: the first position in row-major order at which the running sum reaches u·Σ window (the last
+// position when none does, e.g. with NaN). Writes its value and returns its index h·width + w.
+CORTADO_HOST_DEVICE inline int StochasticPoolPick(const float* plane, int width, int h0, int h1, int w0, int w1,
+                                                  float u, float* value) {
+  float sum = 0.0f;
+  for (int h = h0; h < h1; ++h)
+    for (int w = w0; w < w1; ++w) sum += plane[h * width + w];
+  const float threshold = u * sum;
+  float running = 0.0f;
+  for (int h = h0; h < h1; ++h) {
+    for (int w = w0; w < w1; ++w) {
+      running += plane[h * width + w];
+      if (running >= threshold) {
+        *value = plane[h * width + w];
+        return h * width + w;
+      }
+    }
+  }
+  const int last = (h1 - 1) * width + (w1 - 1);
+  *value = plane[last];
+  return last;
+}
+
+// TEST: the activations weighted by themselves, Σx² / Σx, or 0 when Σx ≤ 0 (Caffe's rule). Writes
+// Σx to *sum (Backward's divisor).
+CORTADO_HOST_DEVICE inline float StochasticPoolTestValue(const float* plane, int width, int h0, int h1, int w0, int w1,
+                                                         float* sum) {
+  float s = 0.0f, squares = 0.0f;
+  for (int h = h0; h < h1; ++h) {
+    for (int w = w0; w < w1; ++w) {
+      const float v = plane[h * width + w];
+      s += v;
+      squares += v * v;
+    }
+  }
+  *sum = s;
+  return s > 0.0f ? squares / s : 0.0f;
+}
+
+}  // namespace cortado
