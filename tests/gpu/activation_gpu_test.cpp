@@ -1,9 +1,9 @@
 // activation_gpu_test.cpp — AbsVal, BNLL, Power, Exp, Log, Threshold, Clip, ELU, Swish and PReLU on
-// the GPU against the CPU: tops and bottom diffs (and PReLU's slope diffs) over several parameter
-// settings and sizes beyond one block; in place on the GPU against out of place on the CPU; PReLU's
-// slope gradient accumulating, without device allocation, over several chunks per channel, and bit for
-// bit the same over two runs; Threshold's backward error. The layers also claim GPU support exactly
-// when built with CUDA.
+// the GPU beyond the plain CPU-against-GPU comparisons (those, over several parameter settings and
+// sizes, are rows of layer_table_gpu_test.cpp): in place on the GPU against out of place on the CPU;
+// PReLU's slope gradient accumulating, without device allocation, and bit for bit the same over two
+// runs with several chunks per channel; Threshold's backward error. The layers also claim GPU support
+// exactly when built with CUDA.
 #include <cstring>
 
 #include "cortado/error.hpp"
@@ -41,68 +41,6 @@ TEST(ActivationGpu, LayersClaimGpuSupportExactlyWhenBuiltWithCuda) {
   for (const char* type : kTypes) {
     auto layer = LayerRegistry::Create(ParseLayer(std::string("name: 'x' type: '") + type + "'"), ctx);
     EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << type;
-  }
-}
-
-TEST(ActivationGpu, AbsValBNLLAndThresholdMatchCpu) {
-  SKIP_WITHOUT_GPU();
-  GpuCompareOptions wide;
-  wide.input_std = 30.0f;  // BNLL's large-|x| branches
-  ExpectGpuMatchesCpu("type: 'AbsVal'", {{2, 3, 4, 5}});
-  ExpectGpuMatchesCpu("type: 'AbsVal'", {{100003}});  // more than one block, odd size
-  ExpectGpuMatchesCpu("type: 'BNLL'", {{2, 3, 4, 5}});
-  ExpectGpuMatchesCpu("type: 'BNLL'", {{5000}}, 1, wide);
-  GpuCompareOptions forward_only;
-  forward_only.check_backward = false;
-  ExpectGpuMatchesCpu("type: 'Threshold'", {{2, 3, 4, 5}}, 1, forward_only);
-  ExpectGpuMatchesCpu("type: 'Threshold' threshold_param { threshold: 0.3 }", {{100003}}, 1, forward_only);
-}
-
-TEST(ActivationGpu, PowerExpAndLogMatchCpu) {
-  SKIP_WITHOUT_GPU();
-  for (const char* text : {"type: 'Power'", "type: 'Power' power_param { power: 2 scale: 0.5 shift: -1 }",
-                           "type: 'Power' power_param { power: 3 scale: 0.83 }",
-                           "type: 'Power' power_param { power: 0.37 scale: 0.83 shift: 10 }",
-                           "type: 'Power' power_param { power: -1.5 shift: 10 }",
-                           "type: 'Power' power_param { scale: 2 shift: 1 }",
-                           "type: 'Power' power_param { power: 0 }",
-                           "type: 'Power' power_param { power: 2 scale: 0 shift: 3 }",
-                           "type: 'Exp'", "type: 'Exp' exp_param { base: 2 scale: 0.5 shift: 1 }",
-                           "type: 'Exp' exp_param { base: 0.5 scale: -1 shift: 0.3 }",
-                           "type: 'Log' log_param { shift: 10 }",
-                           "type: 'Log' log_param { base: 2 scale: 0.5 shift: 10 }",
-                           "type: 'Log' log_param { base: 0.1 scale: -2 shift: 12 }"}) {
-    SCOPED_TRACE(text);
-    ExpectGpuMatchesCpu(text, {{2, 3, 4, 5}});
-  }
-  ExpectGpuMatchesCpu("type: 'Power' power_param { power: 2 shift: 1 }", {{100003}});
-  ExpectGpuMatchesCpu("type: 'Log' log_param { scale: 0.5 shift: 10 }", {{100003}});
-}
-
-TEST(ActivationGpu, ClipELUAndSwishMatchCpu) {
-  SKIP_WITHOUT_GPU();
-  GpuCompareOptions wide;
-  wide.input_std = 4.0f;
-  for (const char* text : {"type: 'Clip' clip_param { min: -1 max: 0.5 }", "type: 'Clip' clip_param { min: 0 max: 6 }",
-                           "type: 'ELU'", "type: 'ELU' elu_param { alpha: 0.3 }", "type: 'Swish'",
-                           "type: 'Swish' swish_param { beta: 2.5 }", "type: 'Swish' swish_param { beta: -0.5 }"}) {
-    SCOPED_TRACE(text);
-    ExpectGpuMatchesCpu(text, {{2, 3, 4, 5}});
-    ExpectGpuMatchesCpu(text, {{1000}}, 1, wide);
-  }
-  ExpectGpuMatchesCpu("type: 'ELU'", {{100003}});
-  ExpectGpuMatchesCpu("type: 'Swish'", {{100003}});
-}
-
-TEST(ActivationGpu, PReLUMatchesCpu) {
-  SKIP_WITHOUT_GPU();
-  for (const char* text : {"type: 'PReLU'", "type: 'PReLU' prelu_param { filler { type: 'gaussian' } }",
-                           "type: 'PReLU' prelu_param { channel_shared: true filler { type: 'gaussian' } }"}) {
-    SCOPED_TRACE(text);
-    ExpectGpuMatchesCpu(text, {{2, 3, 4, 5}});
-    ExpectGpuMatchesCpu(text, {{4, 3}});                // no spatial axes: D = 1
-    ExpectGpuMatchesCpu(text, {{8, 16, 20, 20}});       // 3200 values per channel: many per thread
-    ExpectGpuMatchesCpu(text, {{2, 1000, 3}});          // many channels, few values each
   }
 }
 
@@ -158,14 +96,6 @@ TEST(ActivationGpu, PReLUSlopeGradientAccumulatesWithoutAllocation) {
 const std::vector<std::vector<int>> kChunkedShapes = {{8, 3, 67, 67}, {300, 5, 7, 7}, {20000, 3}, {40, 5, 150, 150}};
 const char* const kPReLUs[] = {"type: 'PReLU' prelu_param { filler { type: 'gaussian' } }",
                                "type: 'PReLU' prelu_param { channel_shared: true filler { type: 'gaussian' } }"};
-
-TEST(ActivationGpu, PReLUChunkedSlopeGradientMatchesCpu) {
-  SKIP_WITHOUT_GPU();
-  for (const char* text : kPReLUs) {
-    SCOPED_TRACE(text);
-    for (const std::vector<int>& shape : kChunkedShapes) ExpectGpuMatchesCpu(text, {shape});
-  }
-}
 
 // Forward and Backward twice on one GPU layer with the same x and dy: top, bottom diff and slope diff
 // are the same bits both times (fixed summation order, no atomics).

@@ -1,7 +1,8 @@
-// dense_gpu_test.cpp — the dense layers on the GPU against their CPU code: InnerProduct, Softmax,
-// SoftmaxWithLoss, Accuracy, Pooling (forward bit for bit) and Convolution (im2col engine and cuDNN),
-// in the configurations that take different paths; parameter gradients accumulate; a label out of
-// range is the CPU's one-line Error.
+// dense_gpu_test.cpp — the dense layers on the GPU beyond the plain CPU-against-GPU comparisons of
+// InnerProduct, Softmax, SoftmaxWithLoss, Accuracy, Pooling and Convolution's im2col engine (rows of
+// layer_table_gpu_test.cpp): Convolution through cuDNN (engines CUDNN and DEFAULT, strict FP32 and
+// TF32) and its error without cuDNN; InnerProduct's and Convolution's parameter gradients accumulate;
+// a label out of range is the CPU's one-line Error.
 #include <cmath>
 
 #include "cortado/error.hpp"
@@ -18,17 +19,6 @@ const std::string kFillers =
 GpuCompareOptions Tolerance(float tolerance) {
   GpuCompareOptions o;
   o.tolerance = tolerance;
-  return o;
-}
-
-GpuCompareOptions Labels(int bottom, int classes) {
-  GpuCompareOptions o;
-  o.label_bottoms = {{bottom, classes}};
-  return o;
-}
-
-GpuCompareOptions ForwardOnly(GpuCompareOptions o) {
-  o.check_backward = false;
   return o;
 }
 
@@ -69,22 +59,6 @@ std::string LabelError(const std::string& layer_text, const std::vector<float>& 
 
 // ---- InnerProduct ----------------------------------------------------------------------------------
 
-TEST(DenseGpu, InnerProductMatchesTheCpu) {
-  SKIP_WITHOUT_GPU();
-  const std::string ip = "type: 'InnerProduct' inner_product_param { num_output: 6 " + kFillers;
-  ExpectGpuMatchesCpu(ip + "}", {{4, 3, 5}});
-  ExpectGpuMatchesCpu(ip + "axis: 2 }", {{2, 3, 4, 5}});
-  ExpectGpuMatchesCpu(ip + "transpose: true }", {{4, 3, 5}});
-  ExpectGpuMatchesCpu(ip + "bias_term: false }", {{4, 3, 5}});
-  ExpectGpuMatchesCpu(ip + "axis: -1 transpose: true bias_term: false }", {{2, 3, 7}});
-  ExpectGpuMatchesCpu(ip + "}", {{1, 17}});  // a single row
-  GpuCompareOptions tf32;  // cuBLAS in TF32 (where the GPU has it), compared in norm
-  tf32.tf32 = true;
-  ExpectGpuMatchesCpu(ip + "}", {{4, 3, 5}}, 1, tf32);
-  ExpectGpuMatchesCpu("type: 'InnerProduct' inner_product_param { num_output: 96" + kFillers + "}", {{64, 300}}, 1,
-                      tf32);
-}
-
 TEST(DenseGpu, InnerProductAccumulatesParameterGradients) {
   SKIP_WITHOUT_GPU();
   ExpectParamDiffsAccumulate("type: 'InnerProduct' inner_product_param { num_output: 4 " + kFillers + "}", {3, 5});
@@ -92,44 +66,7 @@ TEST(DenseGpu, InnerProductAccumulatesParameterGradients) {
       "type: 'InnerProduct' inner_product_param { num_output: 4 transpose: true " + kFillers + "}", {3, 5});
 }
 
-// ---- Softmax -----------------------------------------------------------------------------------------
-
-TEST(DenseGpu, SoftmaxMatchesTheCpuOnEveryAxis) {
-  SKIP_WITHOUT_GPU();
-  ExpectGpuMatchesCpu("type: 'Softmax'", {{2, 5, 3, 4}});                            // axis 1, warp per position
-  ExpectGpuMatchesCpu("type: 'Softmax' softmax_param { axis: 2 }", {{2, 3, 4, 5}});  // axis 2
-  ExpectGpuMatchesCpu("type: 'Softmax' softmax_param { axis: -1 }", {{2, 3, 4, 5}});
-  ExpectGpuMatchesCpu("type: 'Softmax'", {{2, 3, 8, 8}});  // inner 64: thread per position
-  ExpectGpuMatchesCpu("type: 'Softmax'", {{8, 100}});      // more classes than a warp's lanes
-  GpuCompareOptions large;
-  large.input_std = 20.0f;  // exp would overflow without the max subtracted
-  ExpectGpuMatchesCpu("type: 'Softmax'", {{4, 10}}, 1, large);
-}
-
-// ---- SoftmaxWithLoss ---------------------------------------------------------------------------------
-
-TEST(DenseGpu, SoftmaxWithLossMatchesTheCpuInEveryNormalization) {
-  SKIP_WITHOUT_GPU();
-  for (const char* mode : {"FULL", "VALID", "BATCH_SIZE", "NONE"}) {
-    const std::string norm = std::string("normalization: ") + mode;
-    SCOPED_TRACE(norm);
-    ExpectGpuMatchesCpu("type: 'SoftmaxWithLoss' loss_param { " + norm + " }", {{6, 5}, {6}}, 1, Labels(1, 5));
-    ExpectGpuMatchesCpu("type: 'SoftmaxWithLoss' loss_param { " + norm + " ignore_label: 2 }",
-                        {{2, 5, 3, 4}, {2, 3, 4}}, 1, Labels(1, 5));
-  }
-  ExpectGpuMatchesCpu("type: 'SoftmaxWithLoss' loss_param { normalize: false }", {{6, 5}, {6}}, 1, Labels(1, 5));
-}
-
-TEST(DenseGpu, SoftmaxWithLossMatchesTheCpuWithAxisWeightAndProbabilityTop) {
-  SKIP_WITHOUT_GPU();
-  ExpectGpuMatchesCpu("type: 'SoftmaxWithLoss' softmax_param { axis: 2 } loss_weight: 2",
-                      {{2, 3, 4, 5}, {2, 3, 5}}, 1, Labels(1, 4));
-  ExpectGpuMatchesCpu("type: 'SoftmaxWithLoss' loss_param { ignore_label: 0 }", {{6, 5}, {6}}, 2, Labels(1, 5));
-  // Every label ignored: the VALID normalizer is clamped to 1 and the loss is 0.
-  ExpectGpuMatchesCpu("type: 'SoftmaxWithLoss' loss_param { ignore_label: 0 }", {{6, 5}, {6}}, 1, Labels(1, 1));
-  // More positions than the loss kernel's threads: every block's partial sum counts.
-  ExpectGpuMatchesCpu("type: 'SoftmaxWithLoss'", {{4, 10, 96, 96}, {4, 96, 96}}, 1, Labels(1, 10));
-}
+// ---- SoftmaxWithLoss and Accuracy labels -------------------------------------------------------------
 
 TEST(DenseGpu, LabelOutOfRangeIsTheCpusOneLineError) {
   SKIP_WITHOUT_GPU();
@@ -159,58 +96,12 @@ TEST(DenseGpu, LabelOutOfRangeIsTheCpusOneLineError) {
   EXPECT_NEAR(f.Forward(), std::log(5.0f), 1e-5f);  // uniform probabilities
 }
 
-// ---- Accuracy ----------------------------------------------------------------------------------------
-
-TEST(DenseGpu, AccuracyMatchesTheCpu) {
-  SKIP_WITHOUT_GPU();
-  for (int k : {1, 3}) {
-    const std::string acc = "type: 'Accuracy' accuracy_param { top_k: " + std::to_string(k);
-    SCOPED_TRACE(acc);
-    ExpectGpuMatchesCpu(acc + " }", {{50, 10}, {50}}, 1, ForwardOnly(Labels(1, 10)));
-    ExpectGpuMatchesCpu(acc + " ignore_label: 3 }", {{50, 10}, {50}}, 2, ForwardOnly(Labels(1, 10)));
-    ExpectGpuMatchesCpu(acc + " axis: 1 }", {{2, 6, 3, 5}, {2, 3, 5}}, 2, ForwardOnly(Labels(1, 6)));
-    // Integer scores in [0, 3): many ties, which count against the prediction on both devices.
-    GpuCompareOptions ties = ForwardOnly(Labels(1, 10));
-    ties.label_bottoms.push_back({0, 3});
-    ExpectGpuMatchesCpu(acc + " }", {{64, 10}, {64}}, 2, ties);
-  }
-}
-
-// ---- Pooling -----------------------------------------------------------------------------------------
-
-TEST(DenseGpu, PoolingMatchesTheCpuBitForBitInForward) {
-  SKIP_WITHOUT_GPU();
-  const std::vector<std::string> windows = {
-      "kernel_size: 3 stride: 2 pad: 1",                            // padded, CEIL
-      "kernel_size: 3 stride: 2 pad: 1 round_mode: FLOOR",          // padded, FLOOR
-      "kernel_size: 3 stride: 3",                                   // CEIL: a clipped last window
-      "kernel_size: 2 stride: 2",                                   // the CPU's 2×2 path
-      "kernel_h: 2 kernel_w: 3 stride_h: 1 stride_w: 2 pad_h: 1 pad_w: 0",
-      "kernel_size: 1 stride: 3",                                   // CEIL leaves an empty window
-      "global_pooling: true",
-  };
-  for (const std::string& pool : {std::string("MAX"), std::string("AVE")}) {
-    for (const std::string& w : windows) {
-      const std::string layer = "type: 'Pooling' pooling_param { pool: " + pool + " " + w + " }";
-      SCOPED_TRACE(layer);
-      ExpectGpuMatchesCpu(layer, {{2, 3, 7, 9}}, 1, ForwardOnly(Tolerance(0.0f)));
-      ExpectGpuMatchesCpu(layer, {{2, 3, 7, 9}}, 1, Tolerance(1e-5f));
-    }
-  }
-  // The argmax top, with ties (integer inputs): the first maximum in row-major order on both.
-  GpuCompareOptions ties = ForwardOnly(Labels(0, 3));
-  ties.tolerance = 0.0f;
-  ExpectGpuMatchesCpu("type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 pad: 1 }", {{2, 3, 7, 9}},
-                      2, ties);
-  ExpectGpuMatchesCpu("type: 'Pooling' pooling_param { pool: MAX kernel_size: 3 stride: 2 }", {{2, 3, 7, 9}}, 2,
-                      Tolerance(1e-5f));
-}
-
 // ---- Convolution -------------------------------------------------------------------------------------
 
 namespace {
 
-// The same shapes through one engine (TF32 allowed: compared in norm, gpu_compare.hpp).
+// The same shapes through one engine (TF32 allowed: compared in norm, gpu_compare.hpp); engine CAFFE's
+// are rows of layer_table_gpu_test.cpp.
 void ExpectConvolutionMatchesTheCpu(const std::string& engine, float tolerance, bool tf32 = false) {
   const std::string conv = "type: 'Convolution' convolution_param { engine: " + engine + kFillers;
   GpuCompareOptions o = Tolerance(tolerance);
@@ -229,9 +120,9 @@ void ExpectConvolutionMatchesTheCpu(const std::string& engine, float tolerance, 
 
 }  // namespace
 
-TEST(DenseGpu, ConvolutionIm2colEngineMatchesTheCpu) {
+// The im2col engine's comparisons with the CPU are rows of layer_table_gpu_test.cpp.
+TEST(DenseGpu, ConvolutionIm2colEngineAccumulatesParameterGradients) {
   SKIP_WITHOUT_GPU();
-  ExpectConvolutionMatchesTheCpu("CAFFE", 1e-4f);
   ExpectParamDiffsAccumulate("type: 'Convolution' convolution_param { engine: CAFFE num_output: 4 group: 2 "
                              "kernel_size: 3 pad: 1" + kFillers + "}",
                              {2, 4, 5, 5});

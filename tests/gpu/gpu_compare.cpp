@@ -1,4 +1,5 @@
-// gpu_compare.cpp — ExpectGpuMatchesCpu: one layer on both devices, the same inputs, every output compared.
+// gpu_compare.cpp — ExpectGpuMatchesCpu: one layer on both devices, the same inputs, every output compared;
+// RunForComparison: one device's run of it.
 #include "gpu_compare.hpp"
 
 #include <algorithm>
@@ -41,6 +42,65 @@ void ExpectGpuClose(const Context& gpu_ctx, const std::vector<float>& gpu, const
   }
 }
 
+namespace {
+
+// The number of classes of bottom b's labels; 0 for a Gaussian bottom.
+int LabelClasses(const GpuCompareOptions& options, int b) {
+  int classes = 0;
+  for (const auto& [index, count] : options.label_bottoms)
+    if (index == b) classes = count;
+  return classes;
+}
+
+bool IsLabelBottom(const GpuCompareOptions& options, int b) {
+  for (const auto& entry : options.label_bottoms)
+    if (entry.first == b) return true;
+  return false;
+}
+
+}  // namespace
+
+ComparedRun RunForComparison(LayerFixture& fixture, const GpuCompareOptions& options) {
+  const int num_bottoms = static_cast<int>(fixture.bottom().size());
+  const int num_tops = static_cast<int>(fixture.top().size());
+  std::mt19937 rng(options.seed + 1);
+  for (int b = 0; b < num_bottoms; ++b) {
+    std::vector<float> values(static_cast<size_t>(fixture.bottom(b).count()));
+    const int classes = LabelClasses(options, b);
+    if (classes > 0) {
+      std::uniform_int_distribution<int> label(0, classes - 1);
+      for (float& v : values) v = static_cast<float>(label(rng));
+    } else {
+      std::normal_distribution<float> normal(0.0f, options.input_std);
+      for (float& v : values) v = normal(rng);
+    }
+    fixture.bottom(b).WriteData(values);
+  }
+
+  ComparedRun run;
+  run.loss = fixture.Forward();
+  for (int t = 0; t < num_tops; ++t) run.tops.push_back(fixture.top(t).ReadData());
+  if (!options.check_backward) return run;
+
+  for (int t = 0; t < num_tops; ++t) {
+    if (fixture.layer().loss(t) != 0) continue;  // loss tops keep their weight as the gradient
+    std::vector<float> diff(static_cast<size_t>(fixture.top(t).count()));
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : diff) v = normal(rng);
+    fixture.top(t).WriteDiff(diff);
+  }
+  fixture.Backward();
+  for (int b = 0; b < num_bottoms; ++b) {
+    if (IsLabelBottom(options, b) || !fixture.bottom(b).has_diff()) {
+      run.bottom_diffs.emplace_back();
+    } else {
+      run.bottom_diffs.emplace_back(fixture.bottom(b).ReadDiff());
+    }
+  }
+  for (const auto& p : fixture.layer().blobs()) run.param_diffs.push_back(p->ReadDiff());
+  return run;
+}
+
 void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
                          int num_tops, const GpuCompareOptions& options) {
   LayerFixture cpu(layer_text, bottom_shapes, num_tops, options.seed, Device::kCPU);
@@ -54,49 +114,23 @@ void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::v
   for (size_t p = 0; p < cpu.layer().blobs().size(); ++p)
     gpu.layer().blobs()[p]->WriteData(cpu.layer().blobs()[p]->ReadData());
 
-  std::mt19937 rng(options.seed + 1);
-  for (size_t b = 0; b < bottom_shapes.size(); ++b) {
-    std::vector<float> values(static_cast<size_t>(cpu.bottom(static_cast<int>(b)).count()));
-    int classes = 0;
-    for (const auto& [index, count] : options.label_bottoms)
-      if (index == static_cast<int>(b)) classes = count;
-    if (classes > 0) {
-      std::uniform_int_distribution<int> label(0, classes - 1);
-      for (float& v : values) v = static_cast<float>(label(rng));
-    } else {
-      std::normal_distribution<float> normal(0.0f, options.input_std);
-      for (float& v : values) v = normal(rng);
-    }
-    cpu.bottom(static_cast<int>(b)).WriteData(values);
-    gpu.bottom(static_cast<int>(b)).WriteData(values);
-  }
-
-  const float cpu_loss = cpu.Forward();
-  const float gpu_loss = gpu.Forward();
-  compare({gpu_loss}, {cpu_loss}, "loss");
-  for (int t = 0; t < num_tops; ++t) compare(gpu.top(t).ReadData(), cpu.top(t).ReadData(), "top " + std::to_string(t));
+  // The same bottoms and top diffs on both (RunForComparison seeds its generator from the options).
+  const ComparedRun want = RunForComparison(cpu, options);
+  const ComparedRun got = RunForComparison(gpu, options);
+  compare({got.loss}, {want.loss}, "loss");
+  for (int t = 0; t < num_tops; ++t) compare(got.tops[t], want.tops[t], "top " + std::to_string(t));
   if (!options.check_backward) return;
 
-  for (int t = 0; t < num_tops; ++t) {
-    if (cpu.layer().loss(t) != 0) continue;  // loss tops keep their weight as the gradient
-    std::vector<float> diff(static_cast<size_t>(cpu.top(t).count()));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float& v : diff) v = normal(rng);
-    cpu.top(t).WriteDiff(diff);
-    gpu.top(t).WriteDiff(diff);
+  for (size_t b = 0; b < want.bottom_diffs.size(); ++b) {
+    if (!want.bottom_diffs[b]) continue;
+    if (!got.bottom_diffs[b]) {
+      ADD_FAILURE() << "bottom " << b << " has a diff on the CPU but none on the GPU";
+      continue;
+    }
+    compare(*got.bottom_diffs[b], *want.bottom_diffs[b], "bottom diff " + std::to_string(b));
   }
-  cpu.Backward();
-  gpu.Backward();
-  for (size_t b = 0; b < bottom_shapes.size(); ++b) {
-    bool is_label = false;
-    for (const auto& entry : options.label_bottoms) is_label |= entry.first == static_cast<int>(b);
-    if (is_label || !cpu.bottom(static_cast<int>(b)).has_diff()) continue;
-    compare(gpu.bottom(static_cast<int>(b)).ReadDiff(), cpu.bottom(static_cast<int>(b)).ReadDiff(),
-            "bottom diff " + std::to_string(b));
-  }
-  for (size_t p = 0; p < cpu.layer().blobs().size(); ++p)
-    compare(gpu.layer().blobs()[p]->ReadDiff(), cpu.layer().blobs()[p]->ReadDiff(),
-            "parameter diff " + std::to_string(p));
+  for (size_t p = 0; p < want.param_diffs.size(); ++p)
+    compare(got.param_diffs[p], want.param_diffs[p], "parameter diff " + std::to_string(p));
 }
 
 }  // namespace cortado::test

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,22 @@ struct GpuCompareOptions {
 // element differ.
 void ExpectGpuMatchesCpu(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
                          int num_tops = 1, const GpuCompareOptions& options = {});
+
+// What one run of a layer gave, read back to the host (RunForComparison).
+struct ComparedRun {
+  float loss = 0;
+  std::vector<std::vector<float>> tops;  // after Forward
+  // After Backward (empty without check_backward): one per bottom, none for label bottoms and bottoms
+  // without a diff; the parameter diffs, one per learnable blob.
+  std::vector<std::optional<std::vector<float>>> bottom_diffs;
+  std::vector<std::vector<float>> param_diffs;
+};
+
+// One device's half of ExpectGpuMatchesCpu: fills the fixture's bottoms as it does (Gaussian, labels
+// for options.label_bottoms, from a generator seeded with options.seed + 1, so two fixtures of the
+// same layer and shapes get the same values), runs Forward and, unless check_backward is off,
+// Backward with random top diffs drawn from the same generator (loss tops keep their weights).
+ComparedRun RunForComparison(LayerFixture& fixture, const GpuCompareOptions& options);
 
 // The same comparison for two values arrays, for tests that drive something other than one layer.
 void ExpectNear(const std::vector<float>& gpu, const std::vector<float>& cpu, float tolerance,

@@ -1,19 +1,13 @@
-// recurrent_gpu_test.cpp — LSTMUnit, RNN and LSTM on the GPU against their CPU code: every top, bottom
-// gradient and parameter gradient, with binary cont, a static input, exposed hidden states and sizes
-// beyond one thread block; the state carried from one forward pass to the next; no device allocation
-// in a step.
+// recurrent_gpu_test.cpp — RNN and LSTM on the GPU against their CPU code over several forward
+// passes: the state carried from one pass to the next, and no device allocation in a step. The plain
+// CPU-against-GPU comparisons of LSTMUnit, RNN and LSTM (every top, bottom gradient and parameter
+// gradient, with binary cont, a static input, exposed hidden states and sizes beyond one thread
+// block) are rows of layer_table_gpu_test.cpp.
 #include "gpu_compare.hpp"
 
 namespace cortado::test {
 
 namespace {
-
-GpuCompareOptions BinaryCont(int cont_bottom) {
-  GpuCompareOptions o;
-  o.label_bottoms = {{cont_bottom, 2}};  // cont ∈ {0, 1}
-  o.tolerance = 1e-4f;
-  return o;
-}
 
 // std: the fillers' deviation (small for long sequences, so rounding differences are not amplified).
 std::string Recurrent(const std::string& type, int num_output, const std::string& extra = "",
@@ -67,34 +61,6 @@ void ExpectCarriedStateMatches(const std::string& layer, const std::vector<int>&
 }
 
 }  // namespace
-
-TEST(RecurrentGpu, LSTMUnitMatchesCpu) {
-  SKIP_WITHOUT_GPU();
-  ExpectGpuMatchesCpu("type: 'LSTMUnit'", {{1, 5, 7}, {1, 5, 28}, {1, 5}}, 2, BinaryCont(2));
-  ExpectGpuMatchesCpu("type: 'LSTMUnit'", {{1, 37, 61}, {1, 37, 244}, {1, 37}}, 2, BinaryCont(2));
-}
-
-TEST(RecurrentGpu, RNNMatchesCpu) {
-  SKIP_WITHOUT_GPU();
-  ExpectGpuMatchesCpu(Recurrent("RNN", 4), {{3, 2, 3}, {3, 2}}, 1, BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("RNN", 4), {{3, 2, 3}, {3, 2}, {2, 5}}, 1, BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("RNN", 4, "expose_hidden: true"), {{3, 2, 3}, {3, 2}, {1, 2, 4}}, 2,
-                      BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("RNN", 4, "expose_hidden: true"), {{3, 2, 3}, {3, 2}, {2, 5}, {1, 2, 4}}, 2,
-                      BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("RNN", 33, "", "0.1"), {{12, 9, 13}, {12, 9}, {9, 6}}, 1, BinaryCont(1));
-}
-
-TEST(RecurrentGpu, LSTMMatchesCpu) {
-  SKIP_WITHOUT_GPU();
-  ExpectGpuMatchesCpu(Recurrent("LSTM", 4), {{3, 2, 3}, {3, 2}}, 1, BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("LSTM", 4), {{3, 2, 3}, {3, 2}, {2, 5}}, 1, BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("LSTM", 4, "expose_hidden: true"), {{3, 2, 3}, {3, 2}, {1, 2, 4}, {1, 2, 4}}, 3,
-                      BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("LSTM", 4, "expose_hidden: true"),
-                      {{3, 2, 3}, {3, 2}, {2, 5}, {1, 2, 4}, {1, 2, 4}}, 3, BinaryCont(1));
-  ExpectGpuMatchesCpu(Recurrent("LSTM", 33, "", "0.1"), {{12, 9, 13}, {12, 9}, {9, 6}}, 1, BinaryCont(1));
-}
 
 TEST(RecurrentGpu, CarriedStateMatchesCpu) {
   SKIP_WITHOUT_GPU();
