@@ -14,6 +14,9 @@
 #              (models/resnet/make_train_bench.sh: a DummyData batch already on the GPU; FP32 is
 #              --strict_fp32; the median display interval after the first, which holds the warm-up)
 #              beside PyTorch eager (plain torch.nn ResNet-50, 10 warm-up then 30 timed steps)
+#   bandwidth  the memory-bound steps (ReLU, Scale and BatchNorm forward, the SGD update) over 256 MiB
+#              against a device-to-device copy in the same run (tests/gpu/bandwidth_bench_test.cpp):
+#              each one's GB/s and its fraction of the copy's
 #   layers     (only when named) trainer time's per-layer table of that ResNet-50 at batch 32
 # and ends with one table: a row per run with Cortado's and PyTorch's figures, the speed-up, the peak
 # GPU memory of each process (nvidia-smi sampled every 50 ms, above the idle level) and the targets
@@ -24,7 +27,8 @@
 # start caps those budgets, so the whole stays under 9 minutes, inside one 10-minute device call.
 #
 # Usage (GPU machine, repository root; normally through `scripts/gpu_check.sh run`):
-#   scripts/bench/gpu.sh [--dry-run] [STAGE...]     default stages: tests small resnet sanitizer (the measurements before the sanitizer, which the deadline cuts first)
+#   scripts/bench/gpu.sh [--dry-run] [STAGE...]     default stages: tests small resnet bandwidth sanitizer (the
+#               measurements before the sanitizer, which the deadline cuts first)
 #   --dry-run   prints the commands of each stage with their budgets; runs nothing (any machine)
 # Environment: OUT (logs; default build-gpu-bench/), BUNDLE (default .gpu/bundle.tar.gz), DEADLINE_S,
 #   LENET_ITERS, CIFAR_ITERS, RESNET_ITERS (Cortado's, default 50), CORTADO_FLAGS (extra trainer
@@ -38,12 +42,12 @@ stages=()
 for arg in "$@"; do
   case $arg in
     --dry-run) DRY_RUN=1 ;;
-    tests | sanitizer | small | resnet | layers) stages+=("$arg") ;;
+    tests | sanitizer | small | resnet | bandwidth | layers) stages+=("$arg") ;;
     -h | --help) sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "$0"; exit 0 ;;
-    *) echo "gpu.sh: unknown argument '$arg' (stages: tests sanitizer small resnet layers; --dry-run)" >&2; exit 2 ;;
+    *) echo "gpu.sh: unknown argument '$arg' (stages: tests sanitizer small resnet bandwidth layers; --dry-run)" >&2; exit 2 ;;
   esac
 done
-((${#stages[@]})) || stages=(tests small resnet sanitizer)
+((${#stages[@]})) || stages=(tests small resnet bandwidth sanitizer)
 
 BUNDLE="${BUNDLE:-.gpu/bundle.tar.gz}"
 LENET_ITERS="${LENET_ITERS:-10000}"
@@ -67,6 +71,7 @@ RACECHECK_FILTER='*NormGpu*:*LossGpu*'
 # ---- time budgets, seconds per command ------------------------------------------------------------
 T_UNPACK=40 T_CONVERT=30
 T_TESTS=120
+T_BANDWIDTH=30
 T_SANITIZER=50                                   # each of memcheck and racecheck
 T_LENET=(25 45 45 25)                            # Cortado graphs, Cortado eager, PyTorch eager, PyTorch graph
 T_CIFAR=(25 40 35 25)
@@ -352,6 +357,26 @@ stage_layers() {  # not in the default stages: trainer time's per-layer table (f
   grep -E "Average (Forward|Backward|Forward-Backward)|Total Time" "$out/resnet50_time.log" | sed 's/^.*\] /   /' || true
 }
 
+# ---- 3b. memory-bound steps against the copy bandwidth ------------------------------------------
+BANDWIDTH_OPS=(relu scale batchnorm sgd_update)
+stage_bandwidth() {
+  section "3b. memory-bound steps over 256 MiB against a device-to-device copy"
+  local log="$out/bandwidth.log" op
+  run_cmd "$log" "$T_BANDWIDTH" "$b/bin/cortado_tests" --gtest_also_run_disabled_tests \
+    --gtest_filter='DISABLED_BandwidthBench.*'
+  section_end
+  ((!DRY_RUN)) || return 0
+  for op in copy "${BANDWIDTH_OPS[@]}"; do
+    local line gbps status
+    line=$({ grep -m1 "^RESULT op=$op " "$log" || true; })
+    gbps=$(sed -nE 's/.* gbps=([^ ]+).*/\1/p' <<<"$line")
+    # A measured step is a result even when the benchmark failed (a ratio below its target).
+    if [[ -n $gbps ]]; then status=ok; else status=$(status_of "$RC"); fi
+    record "bw.$op" "$status" "${gbps:--}" "$MIB"
+    [[ -z $line ]] || echo "   ${line#RESULT }"
+  done
+}
+
 # ---- the table ----------------------------------------------------------------------------------
 # cell ID: the value of result ID when it ran well, else its status in capitals (- when not run).
 cell() {
@@ -441,6 +466,17 @@ summary() {
           "$(field "$id.pytorch" 4)" "$([[ $id == resnet50_b128_tf32 ]] && echo '>= PyTorch and >= 1800')" "$v"
       done
     done
+    local op copy_gbps
+    copy_gbps=$(cell bw.copy)
+    for op in "${BANDWIDTH_OPS[@]}"; do
+      [[ -n $(field "bw.$op" 2) ]] || continue
+      c=$(cell "bw.$op")
+      v=FAIL
+      is_number "$c" && is_number "$copy_gbps" && awk -v c="$c" -v r="$copy_gbps" 'BEGIN { exit !(c >= 0.8 * r) }' &&
+        v=PASS
+      row "$op, 256 MiB (GB/s; copy $copy_gbps)" "$c" - "$(ratio "$c" "$copy_gbps")" "$(field "bw.$op" 4)" - \
+        ">= 0.80 of the copy" "$v"
+    done
     local fails=0
     for v in "${verdicts[@]}"; do [[ $v == PASS ]] || fails=$((fails + 1)); done
     line "targets" "" "" "" "" "" "$((${#verdicts[@]} - fails)) of ${#verdicts[@]} met" \
@@ -462,7 +498,8 @@ if ((DRY_RUN)); then
   printf '\nSum of the budgets: %d s; the deadline (DEADLINE_S) stops it at %d s. Then the table (%s/summary.txt):\n' \
     "$total_budget" "$DEADLINE_S" "$out"
   note "targets: GPU tests all pass; compute-sanitizer no errors; LeNet, Cortado with graphs <= 2.0 s;"
-  note "cifar10_quick <= 2.5 s; ResNet-50 TF32 batch 128 >= PyTorch's img/s and >= 1800 img/s"
+  note "cifar10_quick <= 2.5 s; ResNet-50 TF32 batch 128 >= PyTorch's img/s and >= 1800 img/s;"
+  note "ReLU, Scale, BatchNorm and the SGD update over 256 MiB >= 0.80 of the copy's GB/s"
   exit 0
 fi
 echo

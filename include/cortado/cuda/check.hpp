@@ -63,9 +63,6 @@ const char* CublasStatusText(cublasStatus_t status);
   ::cortado::cuda::Launch("CORTADO_LAUNCH(" #kernel ", " #grid ", " #block ")", __FILE__, __LINE__, (grid), \
                           (block), (shared_bytes), (stream), kernel, __VA_ARGS__)
 
-// The older form, a check after a hand-written <<<>>> launch; goes once every launch uses CORTADO_LAUNCH.
-#define CORTADO_CUDA_LAUNCH_CHECK() CORTADO_CUDA_CHECK(cudaGetLastError())
-
 namespace cortado::cuda {
 
 template <typename... Params, typename... Args>
