@@ -71,21 +71,35 @@ constexpr int64_t kCpuParallelElements = int64_t{1} << 15;
 
 // ---- the CPU side -----------------------------------------------------------------------------------
 // out[i] = f(in[i]...) for i < n.
+// (A short range runs outside any OpenMP region: an `if` clause that keeps a region to one thread still
+// costs the loop its vectorised form.)
 template <typename F, typename T, typename... Ins>
 void MapCpu(int64_t n, F f, T* out, const Ins*... in) {
-#pragma omp parallel for simd schedule(static) if (n >= kCpuParallelElements)
-  for (int64_t i = 0; i < n; ++i) out[i] = FromFloat<T>(f(ToFloat(in[i])...));
+  if (n >= kCpuParallelElements) {
+#pragma omp parallel for simd schedule(static)
+    for (int64_t i = 0; i < n; ++i) out[i] = FromFloat<T>(f(ToFloat(in[i])...));
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = FromFloat<T>(f(ToFloat(in[i])...));
+  }
 }
 
 // out[i] = f(c, in[i]...) over a ChannelLayout, c the channel of element i.
 template <typename F, typename T, typename... Ins>
-void MapChannelsCpu(ChannelLayout l, F f, T* out, const Ins*... in) {
-  const int64_t planes = l.num * l.channels, spatial = l.spatial;
-#pragma omp parallel for schedule(static) if (l.count() >= kCpuParallelElements)
-  for (int64_t p = 0; p < planes; ++p) {
-    const int64_t c = p % l.channels, base = p * spatial;
+void MapPlane(int64_t p, ChannelLayout l, const F& f, T* out, const Ins*... in) {
+  const int64_t c = p % l.channels, base = p * l.spatial;
 #pragma omp simd
-    for (int64_t s = 0; s < spatial; ++s) out[base + s] = FromFloat<T>(f(c, ToFloat(in[base + s])...));
+  for (int64_t s = 0; s < l.spatial; ++s) out[base + s] = FromFloat<T>(f(c, ToFloat(in[base + s])...));
+}
+
+template <typename F, typename T, typename... Ins>
+void MapChannelsCpu(ChannelLayout l, F f, T* out, const Ins*... in) {
+  const int64_t planes = l.num * l.channels;
+  if (l.count() >= kCpuParallelElements) {
+#pragma omp parallel for schedule(static)
+    for (int64_t p = 0; p < planes; ++p) MapPlane(p, l, f, out, in...);
+  } else {
+    for (int64_t p = 0; p < planes; ++p) MapPlane(p, l, f, out, in...);
   }
 }
 
@@ -125,9 +139,13 @@ void FinishChannelCpu(ChannelLayout l, int64_t c, const Term& term, const Finish
 
 template <typename Term, typename Finish>
 void ChannelSumsCpu(ChannelLayout l, const Term& term, const Finish& finish) {
-#pragma omp parallel for schedule(static) if (l.count() >= kCpuParallelElements)
-  for (int64_t c = 0; c < l.channels; ++c)
-    FinishChannelCpu(l, c, term, finish, std::make_index_sequence<Term::kSums>{});
+  const auto sums = std::make_index_sequence<Term::kSums>{};
+  if (l.count() >= kCpuParallelElements) {
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < l.channels; ++c) FinishChannelCpu(l, c, term, finish, sums);
+  } else {
+    for (int64_t c = 0; c < l.channels; ++c) FinishChannelCpu(l, c, term, finish, sums);
+  }
 }
 
 // ---- the GPU side: defined in cuda/for_each.cuh, instantiated by CORTADO_GPU_MAP ----------------------
