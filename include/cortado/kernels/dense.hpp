@@ -1,8 +1,9 @@
 // kernels/dense.hpp — launchers of the GPU code behind the dense layers (InnerProduct needs none:
 // it is all gpu_gemm), Softmax, SoftmaxWithLoss, Accuracy, Pooling and Convolution. No CUDA types, so
 // the layers' .cpp files call them from Forward_gpu / Backward_gpu; each is defined in
-// src/layers/cuda/<layer>.cu (the cuDNN convolution in src/layers/cudnn/convolution_cudnn.cpp) and, in
-// a CPU-only build, in src/layers/no_gpu/dense_stub.cpp (throws). Every pointer is a device pointer
+// src/layers/cuda/<layer>.cu (the cuDNN convolution in src/layers/cudnn/convolution_cudnn.cpp; in a
+// CPU-only build CORTADO_GPU_ONLY gives each launcher a body that throws, and no_gpu/cudnn_stub.cpp
+// stands in for cuDNN). Every pointer is a device pointer
 // unless its name says host; everything runs on the context's compute stream without waiting, except
 // the functions that say they wait.
 #pragma once
@@ -13,6 +14,7 @@
 #include <string>
 
 #include "cortado/context.hpp"
+#include "cortado/kernels/for_each.hpp"  // CORTADO_GPU_ONLY
 #include "cortado/im2col.hpp"  // ConvGeometry
 
 namespace cortado {
@@ -20,9 +22,10 @@ namespace cortado {
 // ---- Softmax (softmax.cu) ------------------------------------------------------------------------
 // x, y: (outer, channels, inner); y = softmax along channels at every (outer, inner) position, with the
 // max subtracted first. y may be x. Backward: dx = (dy − Σ_c dy·y) · y; dx may be dy.
-void SoftmaxForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* x, float* y);
-void SoftmaxBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* y,
-                        const float* dy, float* dx);
+CORTADO_GPU_ONLY(void SoftmaxForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* x,
+                                        float* y))
+CORTADO_GPU_ONLY(void SoftmaxBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* y,
+                                         const float* dy, float* dx))
 
 // ---- labels (softmax_loss.cu) --------------------------------------------------------------------
 // A label as the CPU code reads it: static_cast<int>, with NaN and values outside int's range reading
@@ -31,7 +34,7 @@ void SoftmaxBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t i
 // word, `flag`; this reads it back (waiting for the compute stream) and returns that position and
 // the label's value there (*value_host), or −1 when every label was valid. A null value_host (labels
 // checked on the host upstream, Layer::BadLabelOut) skips the check: nothing is read or waited for.
-int64_t FirstBadLabelGpu(Context& ctx, const float* flag, const float* labels, float* value_host);
+CORTADO_GPU_ONLY(int64_t FirstBadLabelGpu(Context& ctx, const float* flag, const float* labels, float* value_host))
 
 // ---- SoftmaxWithLoss (softmax_loss.cu) -----------------------------------------------------------
 // Floats of the scratch the loss kernels share between forward and backward (block partial sums,
@@ -42,13 +45,14 @@ constexpr int64_t kSoftmaxLossWorkFloats = 1024;
 // count of positions not ignored when by_valid_count, else `normalizer`; n is at least 1. Ignored
 // positions (has_ignore and label == ignore_label) count for nothing. Waits for the GPU to check the
 // labels: returns the first position with a label outside [0, channels), or −1, as FirstBadLabelGpu.
-int64_t SoftmaxLossForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* prob,
-                              const float* label, bool has_ignore, int ignore_label, bool by_valid_count,
-                              double normalizer, float* work, float* loss, float* bad_value_host);
+CORTADO_GPU_ONLY(int64_t SoftmaxLossForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner,
+                                               const float* prob, const float* label, bool has_ignore, int ignore_label,
+                                               bool by_valid_count, double normalizer, float* work, float* loss,
+                                               float* bad_value_host))
 // dx = (prob − onehot(label)) · dloss[0] / n with the forward's n; 0 at ignored positions.
-void SoftmaxLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, const float* prob,
-                            const float* label, bool has_ignore, int ignore_label, const float* dloss,
-                            const float* work, float* dx);
+CORTADO_GPU_ONLY(void SoftmaxLossBackwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner,
+                                             const float* prob, const float* label, bool has_ignore, int ignore_label,
+                                             const float* dloss, const float* work, float* dx))
 
 // ---- Accuracy (accuracy.cu) ----------------------------------------------------------------------
 // Floats of the accuracy kernels' scratch (integer counters) for `channels` classes.
@@ -57,9 +61,9 @@ inline int64_t AccuracyWorkFloats(int64_t channels) { return 4 + 2 * channels; }
 // other classes score >= the true class (ties count against it). *accuracy = hits / counted (0 when
 // none); per_class (may be null): per class hits / samples (0 for a class without samples). Waits for
 // the GPU to check the labels: returns the first bad position or −1, as FirstBadLabelGpu.
-int64_t AccuracyForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, int top_k,
-                           bool has_ignore, int ignore_label, const float* x, const float* label, float* work,
-                           float* accuracy, float* per_class, float* bad_value_host);
+CORTADO_GPU_ONLY(int64_t AccuracyForwardGpu(Context& ctx, int64_t outer, int64_t channels, int64_t inner, int top_k,
+                                            bool has_ignore, int ignore_label, const float* x, const float* label,
+                                            float* work, float* accuracy, float* per_class, float* bad_value_host))
 
 // ---- Pooling (pooling.cu) ------------------------------------------------------------------------
 // `planes` planes of height × width pooled to out_h × out_w with pooling.cpp's windows: window (ph, pw)
@@ -72,28 +76,31 @@ struct PoolShape {
   int height, width, out_h, out_w;
   int kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w;
 };
-void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* mask);
-void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, const float* mask, float* dx);
-void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y);
-void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float* dx);
+CORTADO_GPU_ONLY(void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* mask))
+CORTADO_GPU_ONLY(void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, const float* mask,
+                                         float* dx))
+CORTADO_GPU_ONLY(void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y))
+CORTADO_GPU_ONLY(void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float* dx))
 // STOCHASTIC (no padding; each window's arithmetic is src/layers/pooling_math.hpp's, as on the CPU).
 // TRAIN: output k samples its window with StochasticPoolPick and the draw StochasticPoolUniform(seed, k);
 // y = the sampled value, pick = its index h·width + w (−1 for an empty window, whose y is 0). Its
 // backward is MaxPoolBackwardGpu with pick as the mask.
-void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, const uint64_t* seed, const float* x, float* y, float* pick);
+CORTADO_GPU_ONLY(void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, const uint64_t* seed, const float* x,
+                                             float* y, float* pick))
 // TEST: y = StochasticPoolTestValue (Σx² / Σx, 0 when Σx ≤ 0), sum = Σx (0 for an empty window).
-void StoPoolForwardTestGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* sum);
+CORTADO_GPU_ONLY(void StoPoolForwardTestGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* sum))
 // TEST's gradient: dx = Σ over the windows holding x with sum > 0 of dy·(2x − y) / sum. Writes every dx.
-void StoPoolBackwardTestGpu(Context& ctx, const PoolShape& s, const float* x, const float* y, const float* dy,
-                            const float* sum, float* dx);
+CORTADO_GPU_ONLY(void StoPoolBackwardTestGpu(Context& ctx, const PoolShape& s, const float* x, const float* y,
+                                             const float* dy, const float* sum, float* dx))
 
 // ---- Convolution, im2col engine (convolution.cu) -------------------------------------------------
 // One image (channels × height × width) to its column matrix (col_rows() × out_size()), the layout of
 // im2col.hpp with num = 1, and back (Col2ImGpu overwrites the image with the sum of its columns).
-void Im2ColGpu(Context& ctx, const float* image, const ConvGeometry& g, float* col);
-void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* image);
+CORTADO_GPU_ONLY(void Im2ColGpu(Context& ctx, const float* image, const ConvGeometry& g, float* col))
+CORTADO_GPU_ONLY(void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* image))
 // y (num, channels, spatial) += bias[channel] (the bias gradient: ChannelSums of src/layers/scale_math.hpp's terms).
-void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* bias, float* y);
+CORTADO_GPU_ONLY(void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* bias,
+                                        float* y))
 
 // ---- Convolution, cuDNN engine (cudnn/convolution_cudnn.cpp) -------------------------------------
 // Whether this build has cuDNN (false in a CUDA build without it and in a CPU-only build, whose
