@@ -153,7 +153,7 @@ class BatchNormLayer : public EitherDevice<Layer> {
   ChannelLayout Layout() const { return {num_, channels_, spatial_}; }
 
   // Channels are split over the CPU threads when there is enough to split (not LeNet's smallest).
-  bool Parallel() const { return static_cast<int64_t>(num_) * channels_ * spatial_ >= (int64_t{1} << 15); }
+  bool Parallel() const { return Layout().count() >= kCpuParallelElements; }
 
   bool global_ = false;
   float maf_ = 0.999f, eps_ = 1e-5f;

@@ -25,9 +25,9 @@
 
 namespace cortado {
 
-class SPPLayer : public Layer {
+class SPPLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "SPP"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -93,16 +93,6 @@ class SPPLayer : public Layer {
     return out;
   }
 
- protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override { Forward_any(bottom, top); }
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override { Forward_any(bottom, top); }
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    Backward_any(top, propagate_down, bottom);
-  }
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    Backward_any(top, propagate_down, bottom);
-  }
-
  private:
   // The inner Pooling layer of level i: 2^i bins per axis over the whole (H, W) image.
   LayerParameter LevelParam(int level) const {
@@ -132,7 +122,7 @@ class SPPLayer : public Layer {
   }
 
   // Each level pools into its scratch top, then the levels are copied side by side into the top.
-  void Forward_any(const BlobVec& bottom, const BlobVec& top) {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     if (levels_ == 1) {
       pools_[0]->Forward(bottom, top);
       return;
@@ -146,7 +136,7 @@ class SPPLayer : public Layer {
 
   // Level 0 writes the bottom's gradient; each later level writes its own into level_dx_ (through a
   // view with the bottom's data), which is then added.
-  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     if (levels_ == 1) {
       pools_[0]->Backward(top, propagate_down, bottom);
