@@ -3,7 +3,7 @@
 // then subtracted from a record of the mean's own shape (when it is small) as the workers do.
 #include <vector>
 
-#include "cortado/data.hpp"
+#include "cortado/data/transformer.hpp"
 #include "fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -4,7 +4,7 @@
 // so that one input exercises every path of DataTransformer.
 #include <vector>
 
-#include "cortado/data.hpp"
+#include "cortado/data/transformer.hpp"
 #include "cortado/image.hpp"
 #include "fuzz_util.hpp"
 

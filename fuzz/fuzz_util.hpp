@@ -17,7 +17,7 @@
 #include <string>
 
 #include "cortado/cortado.pb.h"
-#include "cortado/data.hpp"
+#include "cortado/data/records.hpp"
 
 namespace cortado::fuzz {
 

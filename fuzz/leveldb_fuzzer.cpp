@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cortado/data.hpp"
+#include "cortado/data/records.hpp"
 #include "fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

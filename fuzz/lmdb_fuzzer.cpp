@@ -3,7 +3,8 @@
 // file, walked under the fault guard), and every record (up to 4096) read and parsed as a Datum.
 #include <filesystem>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
+#include "cortado/data/records.hpp"
 #include "fuzz_util.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -10,7 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "cortado/data.hpp"
+#include "cortado/data/leveldb.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/error.hpp"
 #include "cortado/hdf5.hpp"
 #include "cortado/image.hpp"

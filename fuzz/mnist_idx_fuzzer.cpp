@@ -3,7 +3,8 @@
 // The input is the image file, then the label file, each behind its size as 8 hex digits and '\n'.
 #include <string>
 
-#include "cortado/data.hpp"
+#include "cortado/data/db_writer.hpp"
+#include "cortado/data/mnist.hpp"
 #include "fuzz_util.hpp"
 
 namespace {

@@ -17,7 +17,7 @@
 #include <thread>
 #include <sys/wait.h>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
 #include "cortado/layer_registry.hpp"

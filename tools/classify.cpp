@@ -26,7 +26,7 @@
 
 #include "cortado/batch_size.hpp"  // SetBatchSize
 #include "cortado/cortado.pb.h"    // NetParameter, Datum
-#include "cortado/data.hpp"         // ReadMeanImage
+#include "cortado/data/transformer.hpp"  // ReadMeanImage
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"         // GpuCount, BuiltWithCuda
 #include "cortado/image.hpp"       // ReadImageToDatum, BuiltWithImageSupport
@@ -116,7 +116,7 @@ Input FindInput(cortado::Net& net, const std::string& net_path) {
   return input;
 }
 
-// The mean of each channel of the mean image in `path` (cortado/data.hpp, ReadMeanImage), as Caffe's
+// The mean of each channel of the mean image in `path` (cortado/data/transformer.hpp, ReadMeanImage), as Caffe's
 // example subtracts it: summed in double, stored as float.
 std::vector<float> ChannelMeans(const std::string& path, int channels) {
   const cortado::MeanImage mean = cortado::ReadMeanImage(path);

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "cortado/cortado.pb.h"
-#include "cortado/data.hpp"
+#include "cortado/data/records.hpp"
+#include "cortado/data/transformer.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"
 #include "cortado/io.hpp"

@@ -22,7 +22,9 @@
 #include <vector>
 
 #include "cortado/cortado.pb.h"
-#include "cortado/data.hpp"
+#include "cortado/data/db_writer.hpp"
+#include "cortado/data/image_list.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"
 #include "cortado/tool.hpp"

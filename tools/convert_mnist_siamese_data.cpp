@@ -15,7 +15,9 @@
 #include <vector>
 
 #include "cortado/cortado.pb.h"
-#include "cortado/data.hpp"
+#include "cortado/data/db_writer.hpp"
+#include "cortado/data/mnist.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/error.hpp"
 #include "cortado/tool.hpp"
 

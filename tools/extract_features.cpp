@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "cortado/cortado.pb.h"  // Datum, NetParameter
-#include "cortado/data.hpp"      // CreateDbWriter
+#include "cortado/data/db_writer.hpp"  // CreateDbWriter
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"       // BuiltWithCuda, GpuCount
 #include "cortado/io.hpp"        // ReadProtoFromTextFile, FileExists

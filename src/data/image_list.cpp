@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <fstream>
 
-#include "cortado/data.hpp"
+#include "cortado/data/image_list.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/error.hpp"
 
 namespace cortado {

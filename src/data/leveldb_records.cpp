@@ -13,7 +13,8 @@
 #include <utility>
 
 #include "cortado/child_process.hpp"
-#include "cortado/data.hpp"
+#include "cortado/data/leveldb.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/error.hpp"
 #include "shared_handles.hpp"
 

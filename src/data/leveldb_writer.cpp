@@ -5,7 +5,7 @@
 
 #include <filesystem>
 
-#include "cortado/data.hpp"
+#include "cortado/data/leveldb.hpp"
 #include "cortado/error.hpp"
 
 namespace cortado {

@@ -12,7 +12,8 @@
 #include <fstream>
 #include <utility>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/error.hpp"
 #include "cortado/fault_guard.hpp"
 #include "cortado/no_coverage.hpp"

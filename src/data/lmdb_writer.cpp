@@ -7,7 +7,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/error.hpp"
 
 namespace cortado {

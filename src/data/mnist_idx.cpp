@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cortado/data.hpp"
+#include "cortado/data/mnist.hpp"
 #include "cortado/error.hpp"
 
 namespace cortado {

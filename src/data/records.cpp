@@ -1,6 +1,9 @@
 // records.cpp — the backend factories: OpenRecords (LMDB or LevelDB reading), CreateDbWriter (the
 // convert_* tools' writing), the tools' --backend flag, and keys printed for messages.
-#include "cortado/data.hpp"
+#include "cortado/data/db_writer.hpp"
+#include "cortado/data/leveldb.hpp"
+#include "cortado/data/lmdb.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/error.hpp"
 
 namespace cortado {

@@ -4,7 +4,7 @@
 #include <limits>
 #include <sstream>
 
-#include "cortado/data.hpp"
+#include "cortado/data/transformer.hpp"
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "cortado/window_file.hpp"
 
-#include "cortado/data.hpp"  // PrintableKey
+#include "cortado/data/records.hpp"  // PrintableKey
 #include "cortado/error.hpp"
 
 namespace cortado {

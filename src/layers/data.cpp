@@ -5,10 +5,12 @@
 #include <cstdint>
 #include <filesystem>
 
-#include "cortado/data.hpp"
+#include "cortado/data/records.hpp"
+#include "cortado/data/transformer.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"
 #include "cortado/layer_registry.hpp"
+#include "pipeline_data_layer.hpp"
 
 namespace cortado {
 

@@ -10,7 +10,7 @@
 // (each pass when there is one file), from a generator seeded from the context's, so a fixed
 // random_seed repeats runs. No bottoms, no backward; without libhdf5, an Error at setup. On a GPU net
 // the rows go into a BatchUploader's pinned staging buffers, copied to the tops through its device
-// staging slots (scratch blobs of this layer) while the step before still runs (data.hpp).
+// staging slots (scratch blobs of this layer) while the step before still runs (batch_uploader.hpp).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "cortado/data.hpp"  // BatchUploader
+#include "cortado/data/batch_uploader.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"   // BuiltWithCuda
 #include "cortado/hdf5.hpp"  // HaveHdf5Support, ReadHdf5Datasets

@@ -7,10 +7,12 @@
 #include <fstream>
 #include <utility>
 
-#include "cortado/data.hpp"
+#include "cortado/data/image_list.hpp"
+#include "cortado/data/transformer.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"
 #include "cortado/layer_registry.hpp"
+#include "pipeline_data_layer.hpp"
 
 namespace cortado {
 

@@ -25,10 +25,11 @@
 #include <map>
 
 #include "cortado/window_file.hpp"
-#include "cortado/data.hpp"
+#include "cortado/data/transformer.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"  // BuiltWithImageSupport
 #include "cortado/layer_registry.hpp"
+#include "pipeline_data_layer.hpp"
 
 namespace cortado {
 

@@ -8,7 +8,9 @@
 #include <random>
 #include <thread>
 
-#include "cortado/data.hpp"
+#include "cortado/data/db_writer.hpp"
+#include "cortado/data/leveldb.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/error.hpp"
 #include "test_util.hpp"
 

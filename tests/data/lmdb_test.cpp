@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <string>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/error.hpp"
 #include "test_util.hpp"
 

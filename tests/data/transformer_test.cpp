@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "cortado/data.hpp"
+#include "cortado/data/transformer.hpp"
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
 #include "test_util.hpp"

@@ -1,5 +1,5 @@
 // batch_upload_gpu_test.cpp — the data layers' double-buffered copies to the GPU (BatchUploader,
-// data.hpp). A GPU net holding only a data layer runs kForwards forwards queued without any host
+// data/batch_uploader.hpp). A GPU net holding only a data layer runs kForwards forwards queued without any host
 // wait, as the GPU stepper runs them; after each, the batch in its tops is copied aside on the compute
 // stream, and heavy work queued behind it keeps the compute stream far behind the host and the copy
 // stream. After one synchronisation the kForwards batches must equal a CPU net's over the same data

@@ -7,8 +7,9 @@
 #include <memory>
 #include <thread>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/error.hpp"
+#include "layers/pipeline_data_layer.hpp"  // DataLayer (the layers' own header, beside them)
 #include "test_util.hpp"
 
 namespace cortado::test {

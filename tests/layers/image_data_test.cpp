@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <random>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"
 #include "test_util.hpp"

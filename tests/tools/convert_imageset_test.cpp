@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "cortado/cortado.pb.h"
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/image.hpp"
 #include "cortado/io.hpp"
 #include "test_util.hpp"

@@ -11,7 +11,8 @@
 #include <string>
 #include <vector>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
+#include "cortado/data/records.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {

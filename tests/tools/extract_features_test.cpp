@@ -11,7 +11,8 @@
 #include <vector>
 
 #include "cortado/cortado.pb.h"
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
+#include "cortado/data/records.hpp"
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "gpu/gpu_compare.hpp"  // SKIP_WITHOUT_GPU

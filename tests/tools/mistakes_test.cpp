@@ -6,7 +6,7 @@
 #include <string>
 
 #include "cortado/cortado.pb.h"
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/error.hpp"
 #include "cortado/image.hpp"
 #include "cortado/io.hpp"

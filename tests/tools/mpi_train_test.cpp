@@ -11,7 +11,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cortado/data.hpp"
+#include "cortado/data/lmdb.hpp"
 #include "cortado/io.hpp"
 #include "cortado/parallel.hpp"
 #include "test_util.hpp"

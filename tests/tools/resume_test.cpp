@@ -15,7 +15,6 @@
 #include <sstream>
 #include <thread>
 
-#include "cortado/data.hpp"
 #include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "test_util.hpp"

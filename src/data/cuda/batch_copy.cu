@@ -1,4 +1,4 @@
-// batch_copy.cu — BatchUploader (data.hpp): host batches to a GPU net's tops through kSlots pairs of
+// batch_copy.cu — BatchUploader (batch_uploader.hpp): host batches to a GPU net's tops through kSlots pairs of
 // staging buffers, pinned host → device slot on the context's copy stream, device slot → top on the
 // compute stream, ordered by two events per slot, so that the copy of the next batch overlaps the
 // current step and the host waits only for a slot's copy of kSlots Forwards ago.
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "cortado/cuda/resources.hpp"  // cuda::Resources, cuda::Event, CORTADO_CUDA_CHECK
-#include "cortado/data.hpp"            // BatchUploader
+#include "cortado/data/batch_uploader.hpp"
 #include "cortado/gpu.hpp"             // HostAllocate, HostFree
 
 namespace cortado {

@@ -1,6 +1,6 @@
 // batch_copy_stub.cpp — BatchUploader in a CPU-only build: there is no GPU to upload to (no GPU
-// context can exist here, so none is reached in practice); the interface is data.hpp's.
-#include "cortado/data.hpp"
+// context can exist here, so none is reached in practice); the interface is batch_uploader.hpp's.
+#include "cortado/data/batch_uploader.hpp"
 #include "cortado/error.hpp"
 
 namespace cortado {

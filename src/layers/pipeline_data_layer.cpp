@@ -2,9 +2,10 @@
 // rand_skip, seeds, Forward through the BatchPipeline — on a GPU net, into a BatchUploader's pinned
 // staging buffers, whose copy to the tops (through device staging slots, scratch blobs of this layer)
 // overlaps the step before — exact-resume state, time spent waiting).
+#include "pipeline_data_layer.hpp"
+
 #include <glog/logging.h>
 
-#include "cortado/data.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"  // BuiltWithCuda
 
