@@ -10,28 +10,18 @@
 //   any command ... [--cpu_engine=auto|onednn|im2col] [--threads=N]: how the CPU computes (cpu_engine.hpp)
 //   trainer upgrade --model=OLD.prototxt|OLD.caffemodel --output=NEW
 // A user's mistake ends with one line on stderr and exit code 1 (see tool.hpp).
-#include <fcntl.h>
+// train and time are in trainer_commands/ (train.cpp, time.cpp), with what the files share (trainer.hpp).
 #include <gflags/gflags.h>
-#include <unistd.h>
 #include <glog/logging.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <csignal>
 #include <cstdlib>
-#include <filesystem>
 #include <functional>
 #include <iostream>
-#include <iomanip>
 #include <map>
 #include <memory>
-#include <mutex>
-#include <random>
 #include <sstream>
 #include <string>
-#include <thread>
-#include <utility>
 #include <vector>
 
 #include "cortado/batch_size.hpp"
@@ -39,11 +29,10 @@
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/io.hpp"
-#include "cortado/parallel.hpp"
 #include "cortado/solver.hpp"
-#include "cortado/time_report.hpp"
 #include "cortado/tool.hpp"
 #include "cortado/upgrade.hpp"
+#include "trainer_commands/trainer.hpp"
 
 DEFINE_string(solver, "", "The solver prototxt (train)");
 DEFINE_string(model, "", "The net prototxt (test, time), or the net to upgrade (upgrade: a prototxt or .caffemodel)");
@@ -86,9 +75,9 @@ DEFINE_int32(batch_size, 0, "train, test, time: the batch of every data and inpu
 DEFINE_string(sigint_effect, "stop", "On SIGINT or SIGTERM during training: stop (snapshot and exit), snapshot, or none");
 DEFINE_string(sighup_effect, "snapshot", "On SIGHUP during training: snapshot, stop, or none");
 
-namespace {
+namespace trainer {
 
-using cortado::Fail;
+// ---- the flags' helpers (what each does: trainer_commands/trainer.hpp) -------------------------------
 
 std::vector<std::string> SplitCommas(const std::string& text) {
   std::vector<std::string> parts;
@@ -100,7 +89,6 @@ std::vector<std::string> SplitCommas(const std::string& text) {
   return parts;
 }
 
-// The GPU ids --gpu names ("all": every GPU, at least id 0); empty without --gpu.
 std::vector<int> GpuIdsFromFlag() {
   std::vector<int> ids;
   if (FLAGS_gpu.empty()) return ids;
@@ -120,7 +108,6 @@ std::vector<int> GpuIdsFromFlag() {
   return ids;
 }
 
-// The GPU test and time use: the first --gpu id (-1 without --gpu).
 int GpuFromFlag() {
   const std::vector<int> ids = GpuIdsFromFlag();
   if (ids.empty()) return -1;
@@ -129,31 +116,18 @@ int GpuFromFlag() {
   return ids[0];
 }
 
-// A net output's values on the host (a GPU's after its queued work, through a copy).
-std::vector<float> HostValues(cortado::Context& ctx, const cortado::Blob& blob) {
-  if (blob.device() == cortado::Device::kGPU) {
-    ctx.Synchronize();
-    return blob.ReadData();
-  }
-  return std::vector<float>(blob.data(), blob.data() + blob.count());
-}
-
-// The GPU settings: the solver's fields (train) or the defaults (test, time), with the flags that
-// were given on top.
 void ApplyGpuFlags(cortado::SolverParameter* param) {
   if (FLAGS_strict_fp32) param->set_strict_fp32(true);
   if (FLAGS_deterministic) param->set_deterministic(true);
   if (FLAGS_cudnn_workspace_limit_mb >= 0) param->set_cudnn_workspace_limit_mb(FLAGS_cudnn_workspace_limit_mb);
 }
 
-// test and time: the defaults with the GPU flags applied.
 cortado::GpuSettings GpuSettingsFromFlags() {
   cortado::SolverParameter defaults;
   ApplyGpuFlags(&defaults);
   return cortado::GpuSettingsOf(defaults, "the command line");
 }
 
-// test and time: a context for --gpu's device (or the CPU), with the GPU flags applied.
 std::unique_ptr<cortado::Context> ContextFromFlags() {
   const auto [device, gpu] = cortado::DeviceForGpuFlag(GpuFromFlag(), FLAGS_gpu);  // else the CPU, saying so
   auto ctx = std::make_unique<cortado::Context>(device, -1, gpu);
@@ -164,7 +138,6 @@ std::unique_ptr<cortado::Context> ContextFromFlags() {
   return ctx;
 }
 
-// test and time: --batch_size and --memory_reuse applied to the net.
 void ApplyNetFlags(cortado::NetParameter* param) {
   if (FLAGS_batch_size > 0) {
     CORTADO_REQUIRE(cortado::SetBatchSize(param, FLAGS_batch_size) > 0, "--batch_size: ", FLAGS_model,
@@ -182,6 +155,8 @@ cortado::NetState StateFromFlags(cortado::Phase phase) {
 }
 
 // ---- memory plans (--plan_only) --------------------------------------------------------------------
+
+namespace {
 
 // --max_memory's bytes: a number with an optional K/M/G/T (powers of 1000) or Ki/Mi/Gi/Ti (of 1024)
 // suffix, and an optional trailing B.
@@ -203,8 +178,8 @@ size_t BytesFromFlag(const std::string& text) {
   return static_cast<size_t>(value * it->second);
 }
 
-// Prints the plan at the flags' batch and, with --max_memory, the largest batch that fits.
-// plan_at(batch) plans at that batch (0: the prototxt's) and returns the bytes and the summary.
+}  // namespace
+
 int PrintPlan(const std::function<size_t(int, std::string*)>& plan_at, const std::string& device) {
   const size_t limit = FLAGS_max_memory.empty() ? 0 : BytesFromFlag(FLAGS_max_memory);  // checked first
   std::string summary;
@@ -237,235 +212,11 @@ int PrintPlan(const std::function<size_t(int, std::string*)>& plan_at, const std
   return 0;
 }
 
-// ---- signals -------------------------------------------------------------------------------------
-
-// The solvers training in this process (one, or one per GPU thread), for the signal handler.
-constexpr int kMostSolvers = 64;
-std::atomic<cortado::Solver*> g_solvers[kMostSolvers];
-std::string g_sigint_effect, g_sighup_effect;
-
-void ApplyEffect(const std::string& effect) {
-  for (auto& slot : g_solvers) {
-    cortado::Solver* solver = slot.load();
-    if (solver == nullptr) continue;
-    if (effect == "stop") solver->RequestStop();
-    if (effect == "snapshot") solver->RequestSnapshot();
-  }
-}
-
-// Under mpirun: a stop signal comes from mpirun, which then no longer reads the ranks' output. A rank
-// logging into the full pipe would block there until mpirun's SIGKILL, before its snapshot: so its
-// stderr stops blocking (later lines may be lost; the snapshot is written).
-volatile std::sig_atomic_t g_unblock_stderr_on_stop = 0;
-
-void OnSignal(int signal) {
-  const std::string& effect = signal == SIGHUP ? g_sighup_effect : g_sigint_effect;
-  if (g_unblock_stderr_on_stop && effect == "stop") {
-    const int flags = fcntl(STDERR_FILENO, F_GETFL);
-    if (flags >= 0) fcntl(STDERR_FILENO, F_SETFL, flags | O_NONBLOCK);
-  }
-  ApplyEffect(effect);
-}
-
-void CheckEffect(const std::string& flag, const std::string& value) {
-  CORTADO_REQUIRE(value == "stop" || value == "snapshot" || value == "none", "--", flag, "=", value,
-                  " is not valid (choose stop, snapshot or none)");
-}
-
-void InstallSignalHandlers() {
-  CheckEffect("sigint_effect", FLAGS_sigint_effect);
-  CheckEffect("sighup_effect", FLAGS_sighup_effect);
-  g_sigint_effect = FLAGS_sigint_effect;
-  g_sighup_effect = FLAGS_sighup_effect;
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
-  sigaction(SIGINT, &action, nullptr);
-  sigaction(SIGTERM, &action, nullptr);
-  sigaction(SIGHUP, &action, nullptr);
-  // A log reader that went away (a closed pipe; mpirun stops forwarding output when it is told to stop)
-  // must not end training before its snapshot: writes to it fail instead.
-  signal(SIGPIPE, SIG_IGN);
-}
-
-// ---- time's clock --------------------------------------------------------------------------------
-
-// The time points of one forward-backward pass: the host clock on the CPU; on a GPU, CUDA events on
-// the compute stream (one per layer and direction, created once), so a layer's time is the GPU's.
-class PassClock {
- public:
-  PassClock(cortado::Context& ctx, int marks) : times_(marks) {
-    if (ctx.device() == cortado::Device::kGPU) gpu_ = std::make_unique<cortado::GpuTimeline>(ctx, marks);
-  }
-  void Mark(int i) {
-    if (gpu_) {
-      gpu_->Mark(i);
-    } else {
-      times_[i] = std::chrono::steady_clock::now();
-    }
-  }
-  void Wait() {
-    if (gpu_) gpu_->Wait();
-  }
-  double Ms(int from, int to) const {
-    if (gpu_) return gpu_->Milliseconds(from, to);
-    return std::chrono::duration<double, std::milli>(times_[to] - times_[from]).count();
-  }
-
- private:
-  std::vector<std::chrono::steady_clock::time_point> times_;
-  std::unique_ptr<cortado::GpuTimeline> gpu_;
-};
-
 // ---- commands ------------------------------------------------------------------------------------
 
-// Trains one solver (this process's, or one rank's) to the end: fine-tuning from `weights` or resuming
-// from --snapshot, with the signal handlers reaching it.
-void RunSolver(const cortado::SolverParameter& param, const std::vector<std::string>& weights, cortado::Ranks* ranks) {
-  cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph, ranks);
-  for (const auto& w : weights) {
-    LOG_IF(INFO, solver.is_root()) << "Finetuning from " << w;
-    solver.net()->LoadWeightsFile(w);
-  }
-  const int slot = ranks != nullptr ? ranks->rank() % kMostSolvers : 0;
-  g_solvers[slot] = &solver;
-  solver.Solve(FLAGS_snapshot);
-  g_solvers[slot] = nullptr;
-}
+namespace {
 
-// Data parallel: one seed for every rank (rank 0's, drawn when the solver has none), so all build the
-// same weights and read the same data order.
-void ShareSeed(cortado::SolverParameter* param, cortado::Ranks* ranks) {
-  int64_t seed = param->random_seed();
-  if (seed < 0 && (ranks == nullptr || ranks->rank() == 0)) seed = std::random_device{}() & 0x7fffffff;
-  if (ranks != nullptr) ranks->Broadcast(&seed, sizeof seed, 0);
-  param->set_random_seed(seed);
-}
-
-// --gpu=0,1,...: one rank per GPU, a thread each, exchanging over NCCL. The first rank to fail ends
-// the others (their collectives throw, their NCCL communicators are aborted) and is the one reported.
-int TrainGpuThreads(const cortado::SolverParameter& param, const std::vector<std::string>& weights,
-                    const std::vector<int>& gpus) {
-  const int count = cortado::GpuCount();
-  for (size_t i = 0; i < gpus.size(); ++i) {
-    CORTADO_REQUIRE(gpus[i] < count, "--gpu: GPU ", gpus[i], " does not exist (this machine has ", count, " GPU",
-                    count == 1 ? "" : "s", ")");
-    for (size_t j = 0; j < i; ++j)
-      CORTADO_REQUIRE(gpus[i] != gpus[j], "--gpu=", FLAGS_gpu, " names GPU ", gpus[i], " twice: NCCL runs one rank "
-                      "per GPU");
-  }
-  CORTADO_REQUIRE(static_cast<int>(gpus.size()) <= kMostSolvers, "--gpu names more than ", kMostSolvers, " GPUs");
-  std::string listed;
-  for (int id : gpus) listed += (listed.empty() ? "" : ", ") + std::to_string(id);
-  LOG(INFO) << "Using GPUs " << listed;  // Caffe's line
-  cortado::SolverParameter shared = param;
-  ShareSeed(&shared, nullptr);
-  const int n = static_cast<int>(gpus.size());
-  cortado::ThreadRanksGroup group(n);
-  std::mutex failure_mutex;
-  std::string failure;  // the first rank's error
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        cortado::SolverParameter own = shared;
-        own.set_solver_mode(cortado::SolverParameter::GPU);
-        own.set_device_id(gpus[r]);
-        std::unique_ptr<cortado::Ranks> rank = group.Rank(r);
-        RunSolver(own, weights, rank.get());
-      } catch (const std::exception& e) {
-        {
-          std::lock_guard<std::mutex> lock(failure_mutex);
-          if (failure.empty()) failure = (r > 0 ? "rank " + std::to_string(r) + ": " : "") + e.what();
-        }
-        group.Abort();
-        cortado::AbortGpuExchanges();
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  if (!failure.empty()) Fail(failure);
-  return 0;
-}
-
-int Train(cortado::Ranks* ranks) {
-  CORTADO_REQUIRE(!FLAGS_solver.empty(), "train needs --solver=SOLVER.prototxt");
-  CORTADO_REQUIRE(FLAGS_snapshot.empty() || FLAGS_weights.empty(),
-                  "give either --snapshot (resume) or --weights (fine-tune), not both");
-  cortado::SolverParameter param = cortado::ReadSolverParameter(FLAGS_solver);
-  *param.mutable_train_state() = StateFromFlags(cortado::TRAIN);
-  std::vector<std::string> weights = SplitCommas(FLAGS_weights);
-  if (weights.empty() && FLAGS_snapshot.empty())
-    for (const auto& w : param.weights()) weights.push_back(w);
-  for (const auto& w : weights)
-    CORTADO_REQUIRE(cortado::FileExists(w), "weights file '", w, "' does not exist");
-  CORTADO_REQUIRE(FLAGS_snapshot.empty() || cortado::FileExists(FLAGS_snapshot), "snapshot '",
-                  FLAGS_snapshot, "' does not exist");
-  const std::vector<int> gpus = GpuIdsFromFlag();
-  if (!gpus.empty()) {  // the solver trains on it when there is a GPU, else on the CPU, saying so
-    param.set_solver_mode(cortado::SolverParameter::GPU);
-    // Under mpirun each rank takes its local rank's entry of the list.
-    param.set_device_id(gpus[ranks != nullptr ? ranks->local_rank() % gpus.size() : 0]);
-  } else if (ranks != nullptr && param.solver_mode() == cortado::SolverParameter::GPU) {
-    param.set_device_id(param.device_id() + ranks->local_rank());  // the ranks of a machine, one GPU each
-  }
-  ApplyGpuFlags(&param);
-  if (!FLAGS_memory_reuse) param.set_memory_reuse(false);
-  if (!FLAGS_metrics) param.set_write_metrics(false);
-  if (FLAGS_exchange_bucket_mb > 0) param.set_exchange_bucket_mb(static_cast<float>(FLAGS_exchange_bucket_mb));
-  if (FLAGS_plan_only) {
-    return PrintPlan([&](int batch, std::string* summary) {
-      cortado::SolverParameter planned(param);
-      if (batch > 0) cortado::SetBatchSize(&planned, batch);
-      return cortado::Solver::PlanMemory(planned, FLAGS_solver, summary);
-    }, !gpus.empty() ? "GPU" : "CPU");
-  }
-  if (FLAGS_batch_size > 0) cortado::SetBatchSize(&param, FLAGS_batch_size);
-  InstallSignalHandlers();
-  if (ranks == nullptr && gpus.size() > 1) {
-    if (cortado::GpuCount() > 0) return TrainGpuThreads(param, weights, gpus);
-    LOG(INFO) << "--gpu=" << FLAGS_gpu << " but " << (cortado::BuiltWithCuda() ? "no GPU was found" : "this build "
-              "has no CUDA support") << "; training in one process on the CPU";
-  }
-  if (ranks != nullptr) {
-    const bool on_cpu = param.solver_mode() == cortado::SolverParameter::CPU || cortado::GpuCount() == 0;
-    // Without a thread setting, the machine's cores are shared by its ranks.
-    if (on_cpu && std::getenv("OMP_NUM_THREADS") == nullptr && FLAGS_threads == 0) {
-      const int cores = static_cast<int>(std::thread::hardware_concurrency());
-      cortado::Context::SetCpuThreads(std::max(1, cores / ranks->local_size()));
-    }
-    ShareSeed(&param, ranks);
-  }
-  RunSolver(param, weights, ranks);
-  return 0;
-}
-
-// A rank of mpirun's that failed: its one line, then every rank ends (MPI_Abort), so that none waits
-// for it. When all fail alike (a bad prototxt), rank 0's line should be the only one: the others wait a
-// moment first, and are usually ended before they print.
-[[noreturn]] void FailRank(cortado::Ranks& ranks, const std::string& message) {
-  if (ranks.rank() > 0) {
-    signal(SIGTERM, SIG_DFL);  // mpirun ends the ranks with SIGTERM: no snapshot from a failed run
-    signal(SIGINT, SIG_DFL);
-    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  }
-  cortado::PrintToolError((ranks.rank() > 0 ? "rank " + std::to_string(ranks.rank()) + ": " : "") + message);
-  ranks.Abort();
-}
-
-// train under mpirun: this process is one rank; rank 0 alone logs (the others only errors).
-int TrainAnyWhere() {
-  std::unique_ptr<cortado::Ranks> ranks = FLAGS_plan_only ? nullptr : cortado::JoinMpiRanks(nullptr, nullptr);
-  if (ranks == nullptr) return Train(nullptr);
-  if (ranks->rank() > 0) FLAGS_minloglevel = std::max(FLAGS_minloglevel, int{google::GLOG_ERROR});
-  g_unblock_stderr_on_stop = 1;
-  try {
-    return Train(ranks.get());
-  } catch (const std::exception& e) {
-    FailRank(*ranks, e.what());
-  }
-}
+using cortado::Fail;
 
 int Test() {
   CORTADO_REQUIRE(!FLAGS_model.empty(), "test needs --model=NET.prototxt");
@@ -488,7 +239,7 @@ int Test() {
     size_t k = 0;
     for (size_t o = 0; o < net.output_blobs().size(); ++o) {
       const std::string& name = net.blob_names()[net.output_blob_indices()[o]];
-      for (const float value : HostValues(ctx, *net.output_blobs()[o])) {
+      for (const float value : cortado::HostValues(ctx, *net.output_blobs()[o])) {
         if (scores.size() <= k) scores.push_back(0.0);
         scores[k++] += value;
         LOG(INFO) << "Batch " << i << ", " << name << " = " << value;
@@ -507,130 +258,6 @@ int Test() {
       LOG(INFO) << net.blob_names()[id] << " = " << mean << loss_msg.str();
     }
   }
-  return 0;
-}
-
-// time --output: a .csv or .json file in a directory that exists (checked before the benchmark runs).
-void CheckTimeOutput(const std::string& path) {
-  CORTADO_REQUIRE(cortado::IsTimeReportPath(path), "--output=", path, ": time writes a .csv or a .json file");
-  const std::string dir = std::filesystem::path(path).parent_path().string();
-  CORTADO_REQUIRE(dir.empty() || std::filesystem::is_directory(dir), "--output=", path, ": directory '", dir,
-                  "' does not exist");
-}
-
-// The batch of a net: axis 0 of its first layer's first top (a data or input layer's), or 0.
-int BatchOf(const cortado::Net& net) {
-  for (const auto& tops : net.top_vecs())
-    if (!tops.empty() && tops[0]->num_axes() > 0) return tops[0]->shape(0);
-  return 0;
-}
-
-int Time() {
-  CORTADO_REQUIRE(!FLAGS_model.empty(), "time needs --model=NET.prototxt");
-  CORTADO_REQUIRE(FLAGS_iterations > 0, "--iterations must be positive");
-  cortado::Phase phase;
-  CORTADO_REQUIRE(cortado::Phase_Parse(FLAGS_phase, &phase), "--phase=", FLAGS_phase,
-                  " is not valid (choose TRAIN or TEST)");
-  if (!FLAGS_output.empty()) CheckTimeOutput(FLAGS_output);
-  cortado::NetParameter param;
-  cortado::ReadProtoFromTextFile(FLAGS_model, &param);
-  *param.mutable_state() = StateFromFlags(phase);
-  ApplyNetFlags(&param);
-  if (FLAGS_plan_only) {
-    const bool gpu = GpuFromFlag() >= 0;
-    const cortado::GpuSettings settings = GpuSettingsFromFlags();
-    return PrintPlan([&](int batch, std::string* summary) {
-      cortado::NetParameter planned(param);
-      if (batch > 0) cortado::SetBatchSize(&planned, batch);
-      cortado::Context ctx(gpu ? cortado::Device::kGPU : cortado::Device::kCPU, cortado::Context::PlanOnly{});
-      ctx.SetGpuSettings(settings);
-      cortado::Net net(planned, ctx, FLAGS_model);
-      cortado::MemoryPlan plan(ctx.device());
-      net.RequestMemory(plan);
-      if (summary) *summary = plan.Summary();
-      return plan.bytes();
-    }, gpu ? "GPU" : "CPU");
-  }
-  const std::unique_ptr<cortado::Context> context = ContextFromFlags();
-  cortado::Context& ctx = *context;
-  cortado::Net net(param, ctx, FLAGS_model);
-  net.AllocateOwnArena();
-  const bool backward = phase == cortado::TRAIN;
-  LOG(INFO) << "Performing Forward";
-  LOG(INFO) << "Initial loss: " << net.Forward();
-  if (backward) {
-    LOG(INFO) << "Performing Backward";
-    net.Backward();
-  }
-  using Clock = std::chrono::steady_clock;
-  auto ms_since = [](Clock::time_point t) {
-    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-  };
-  const auto& layers = net.layers();
-  const int n = static_cast<int>(layers.size());
-  // Marks of one pass: 0 before the first layer, i + 1 after forward of layer i; n + 1 before backward,
-  // n + 1 + (n − i) after backward of layer i.
-  PassClock clock(ctx, 2 * n + 2);
-  std::vector<double> forward_ms(layers.size(), 0.0), backward_ms(layers.size(), 0.0);
-  double forward_total = 0, backward_total = 0;
-  LOG(INFO) << "*** Benchmark begins ***";
-  LOG(INFO) << "Testing for " << FLAGS_iterations << " iterations.";
-  const auto start = Clock::now();
-  for (int it = 0; it < FLAGS_iterations; ++it) {
-    clock.Mark(0);
-    for (int i = 0; i < n; ++i) {
-      layers[i]->Forward(net.bottom_vecs()[i], net.top_vecs()[i]);
-      clock.Mark(i + 1);
-    }
-    clock.Mark(n + 1);
-    if (backward) {
-      for (int i = n - 1; i >= 0; --i) {
-        if (net.layer_need_backward()[i])
-          layers[i]->Backward(net.top_vecs()[i], net.bottom_need_backward()[i], net.bottom_vecs()[i]);
-        clock.Mark(2 * n + 1 - i);
-      }
-    } else {
-      for (int i = n - 1; i >= 0; --i) clock.Mark(2 * n + 1 - i);
-    }
-    clock.Wait();
-    for (int i = 0; i < n; ++i) {
-      forward_ms[i] += clock.Ms(i, i + 1);
-      if (backward) backward_ms[i] += clock.Ms(2 * n - i, 2 * n + 1 - i);
-    }
-    forward_total += clock.Ms(0, n);
-    if (backward) backward_total += clock.Ms(n + 1, 2 * n + 1);
-    LOG(INFO) << "Iteration: " << it + 1 << " forward-backward time: " << clock.Ms(0, 2 * n + 1) << " ms.";
-  }
-  const double total = ms_since(start);
-  LOG(INFO) << "Average time per layer: ";
-  for (size_t i = 0; i < layers.size(); ++i) {
-    LOG(INFO) << std::setfill(' ') << std::setw(10) << net.layer_names()[i]
-              << "\tforward: " << forward_ms[i] / FLAGS_iterations << " ms.";
-    LOG(INFO) << std::setfill(' ') << std::setw(10) << net.layer_names()[i]
-              << "\tbackward: " << backward_ms[i] / FLAGS_iterations << " ms.";
-  }
-  LOG(INFO) << "Average Forward pass: " << forward_total / FLAGS_iterations << " ms.";
-  LOG(INFO) << "Average Backward pass: " << backward_total / FLAGS_iterations << " ms.";
-  LOG(INFO) << "Average Forward-Backward: " << total / FLAGS_iterations << " ms.";
-  LOG(INFO) << "Total Time: " << total << " ms.";
-  LOG(INFO) << "*** Benchmark ends ***";
-  if (FLAGS_output.empty()) return 0;
-  cortado::TimeReport report;
-  report.model = FLAGS_model;
-  report.phase = FLAGS_phase;
-  report.device = ctx.device() == cortado::Device::kGPU ? "GPU " + std::to_string(ctx.gpu_id()) : "CPU";
-  report.threads = cortado::Context::CpuThreads();
-  report.batch_size = BatchOf(net);
-  report.iterations = FLAGS_iterations;
-  for (size_t i = 0; i < layers.size(); ++i)
-    report.layers.push_back({net.layer_names()[i], layers[i]->type(), forward_ms[i] / FLAGS_iterations,
-                             backward_ms[i] / FLAGS_iterations});
-  report.forward_ms = forward_total / FLAGS_iterations;
-  report.backward_ms = backward_total / FLAGS_iterations;
-  report.forward_backward_ms = total / FLAGS_iterations;
-  report.total_ms = total;
-  cortado::WriteTimeReport(report, FLAGS_output);
-  LOG(INFO) << "Wrote the times to " << FLAGS_output;
   return 0;
 }
 
@@ -711,17 +338,22 @@ const char* kUsage =
 
 }  // namespace
 
+}  // namespace trainer
+
 int main(int argc, char** argv) {
-  return cortado::RunTool(argc, argv, kUsage, [&](int argc, char** argv) {
-    const std::map<std::string, int (*)()> commands = {
-        {"train", TrainAnyWhere}, {"test", Test}, {"time", Time}, {"device_query", DeviceQuery}, {"upgrade", Upgrade}};
+  return cortado::RunTool(argc, argv, trainer::kUsage, [&](int argc, char** argv) {
+    const std::map<std::string, int (*)()> commands = {{"train", trainer::TrainAnyWhere},
+                                                       {"test", trainer::Test},
+                                                       {"time", trainer::Time},
+                                                       {"device_query", trainer::DeviceQuery},
+                                                       {"upgrade", trainer::Upgrade}};
     CORTADO_REQUIRE(argc >= 2, "no command given (valid commands: train, test, time, device_query, upgrade; "
                     "see trainer --help)");
     CORTADO_REQUIRE(argc == 2, "unexpected argument '", argv[2], "' (flags are written --name=value; "
                     "see trainer --help)");
     auto it = commands.find(argv[1]);
     if (it == commands.end())
-      Fail("unknown command '", argv[1], "' (valid commands: train, test, time, device_query, upgrade)");
+      cortado::Fail("unknown command '", argv[1], "' (valid commands: train, test, time, device_query, upgrade)");
     cortado::CpuEngineSetting();  // a bad CORTADO_CPU_ENGINE is an error here, before anything runs
     if (!FLAGS_cpu_engine.empty()) cortado::SetCpuEngine(cortado::ParseCpuEngine(FLAGS_cpu_engine, "--cpu_engine"));
     CORTADO_REQUIRE(FLAGS_threads >= 0, "--threads=", FLAGS_threads, ": must be 0 (OMP_NUM_THREADS or the cores) or more");

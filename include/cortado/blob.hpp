@@ -90,4 +90,8 @@ using BlobVec = std::vector<Blob*>;
 // The shape a BlobProto describes: its `shape` field, else the legacy num/channels/height/width.
 std::vector<int> BlobProtoShape(const BlobProto& proto);
 
+// A blob's values on the host, for the numbers a person reads (outputs displayed, tested, printed): a
+// GPU blob's after the work queued on ctx (which computed them), through a copy; a CPU blob's copied.
+std::vector<float> HostValues(Context& ctx, const Blob& blob);
+
 }  // namespace cortado

@@ -5,6 +5,7 @@
 // parameters), and the update rule's history buffers are planned together and allocated once.
 #pragma once
 
+#include <chrono>
 #include <csignal>
 #include <memory>
 #include <string>
@@ -78,6 +79,16 @@ class Solver {
 
  private:
   struct PlanOnlyTag {};
+  // What a Step's display lines measure from: where the Step began, and the time, iteration, data wait
+  // and exchange wait of the last display.
+  struct StepMarks {
+    int start_iter = 0;
+    std::chrono::steady_clock::time_point start, last_display;
+    int last_display_iter = 0;
+    double last_data_wait = 0, last_exchange_wait = 0;
+    bool train_has_reader = false;  // the train net has data layers, whose waits a display reports
+  };
+
   Solver(const SolverParameter& param, const std::string& solver_path, PlanOnlyTag);
   // Shared by both constructors: the update rule and the nets, and the plan of their memory with
   // the history (and on a GPU, the stepper's state).
@@ -86,6 +97,29 @@ class Solver {
   void InitTestNets();
   void RefuseUntestedTestLayers(const NetParameter& net) const;
   void CheckSnapshotDirectory() const;
+
+  // ---- Step's parts, in the order of an iteration (solver.cpp; the display in solver_report.cpp) ----
+  // Starts the loss average and the marks over again; with ranks, the first Step joins them (JoinRanks).
+  StepMarks BeginStep(int stop_iter);
+  // Tests every test net on the iterations test_interval names (rank 0).
+  void TestIfDue();
+  // CPU: iter_size forward-backward passes (the last one exchanging the gradients with the other ranks),
+  // the loss averaged over the passes and the ranks, stopping if it or a gradient is not finite.
+  void StepOnCpu(int start_iter);
+  // GPU: the passes and the update queued by the stepper; the loss is read from the device only to
+  // display it, or when the stepper's poll saw a non-finite value.
+  void StepOnGpu(bool display);
+  // A display iteration: the train net's outputs averaged over the ranks (every rank takes part), then
+  // rank 0's lines (loss and speed, outputs, data and exchange waits, progress) and metrics record.
+  void Display(StepMarks* marks);
+  std::vector<double> MeanTrainOutputs();
+  void LogTrainOutputs(const std::vector<double>& outputs) const;
+  // The shares of the `lapse` seconds since the last display spent waiting for data and for the exchange.
+  void LogWaits(double lapse, double exchange_wait, StepMarks* marks) const;
+  // After the update: the next iteration, and the snapshots due (snapshot interval, or asked for).
+  // Returns whether a stop was asked (with ranks: by any rank).
+  bool AdvanceIteration();
+
   void ApplyUpdate();
   void Test(int test_net_id);
   void UpdateSmoothedLoss(float loss, int start_iter);

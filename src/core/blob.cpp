@@ -169,6 +169,14 @@ std::vector<float> Blob::ReadValues(const float* values) const {
   return out;
 }
 
+std::vector<float> HostValues(Context& ctx, const Blob& blob) {
+  if (blob.device() == Device::kGPU) {
+    ctx.Synchronize();
+    return blob.ReadData();
+  }
+  return std::vector<float>(blob.data(), blob.data() + blob.count());
+}
+
 void Blob::WriteData(const std::vector<float>& values) {
   CHECK_EQ(static_cast<int64_t>(values.size()), count_) << "WriteData of another size";
   if (device_ == Device::kGPU) {

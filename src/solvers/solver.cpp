@@ -1,28 +1,22 @@
 // solver.cpp — the training loop: nets and memory at setup, then iterations of test / forward-backward
 // / display / update / snapshot, with Caffe's log lines. On a GPU context a GpuStepper queues each
 // step without waiting (gpu_step.hpp); the host reads the device only to display (loss, divergence,
-// outputs, clipping), to test and to snapshot.
+// outputs, clipping), to test and to snapshot. The display lines and tests are in solver_report.cpp,
+// snapshots and restoring them in solver_snapshot.cpp.
 #include "cortado/solver.hpp"
 
 #include <glog/logging.h>
 
-#include <unistd.h>  // access
-
-#include <cerrno>
+#include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstring>
-#include <filesystem>
-#include <iomanip>
 #include <set>
-#include <sstream>
 
 #include "cortado/batch_pipeline.hpp"  // RecordSeed
 #include "cortado/divergence.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/gpu_step.hpp"
-#include "cortado/hdf5.hpp"
 #include "cortado/io.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
@@ -47,15 +41,6 @@ Device ChooseDevice(const SolverParameter& param) {
   return Device::kGPU;
 }
 
-// The values of a blob of ctx's net on the host (GPU blobs: after the queued work, through a copy).
-std::vector<float> HostValues(Context& ctx, const Blob& blob) {
-  if (blob.device() == Device::kGPU) {
-    ctx.Synchronize();
-    return blob.ReadData();
-  }
-  return std::vector<float>(blob.data(), blob.data() + blob.count());
-}
-
 NetParameter ReadNetParameter(const std::string& path) {
   NetParameter param;
   ReadProtoFromTextFile(path, &param);
@@ -70,21 +55,6 @@ void SetState(NetParameter* net, Phase phase, const NetState* extra) {
   if (extra) state.MergeFrom(*extra);
   state.set_phase(phase);
   *net->mutable_state() = state;
-}
-
-// The outputs of `net` as the metrics file lists them: each output blob's name with its values, taken
-// in order from `flat` (every output's values one after another, as the log lines number them).
-template <typename Value>
-std::vector<MetricsLog::Output> OutputsOf(const Net& net, const std::vector<Value>& flat) {
-  std::vector<MetricsLog::Output> outputs;
-  size_t k = 0;
-  for (size_t o = 0; o < net.output_blobs().size(); ++o) {
-    MetricsLog::Output output{net.blob_names()[net.output_blob_indices()[o]], {}};
-    for (int64_t j = 0; j < net.output_blobs()[o]->count() && k < flat.size(); ++j)
-      output.values.push_back(static_cast<float>(flat[k++]));
-    outputs.push_back(std::move(output));
-  }
-  return outputs;
 }
 
 }  // namespace
@@ -344,22 +314,6 @@ void Solver::RefuseUntestedTestLayers(const NetParameter& net) const {
        ") would never run; add test_iter: N (the batches each test runs) or remove test_interval");
 }
 
-// Snapshots go to snapshot_prefix's directory (the solver's own when there is no prefix): a directory
-// that is missing or not writable is reported now, not after the training.
-void Solver::CheckSnapshotDirectory() const {
-  const std::filesystem::path prefix(SnapshotFilename(""));
-  std::filesystem::path dir = prefix.parent_path();
-  if (dir.empty()) dir = ".";
-  const std::string where = param_.snapshot_prefix().empty()
-                                ? "snapshots go beside the solver (no snapshot_prefix), in '" + dir.string() + "'"
-                                : "snapshot_prefix '" + param_.snapshot_prefix() + "'";
-  std::error_code ec;
-  CORTADO_REQUIRE(std::filesystem::is_directory(dir, ec), solver_path_, ": ", where, ": directory '", dir.string(),
-                  "' does not exist; create it first");
-  CORTADO_REQUIRE(::access(dir.c_str(), W_OK | X_OK) == 0, solver_path_, ": ", where, ": cannot write in directory '",
-                  dir.string(), "': ", std::strerror(errno));
-}
-
 void Solver::Solve(const std::string& resume_file) {
   if (is_root()) CheckSnapshotDirectory();
   LOG(INFO) << "Solving " << net_->name();
@@ -404,114 +358,23 @@ void Solver::UpdateSmoothedLoss(float loss, int start_iter) {
 }
 
 void Solver::Step(int iters) {
-  const int start_iter = iter_;
   const int stop_iter = iter_ + iters;
-  losses_.clear();
-  smoothed_loss_ = 0;
-  if (stepper_) stepper_->ResetLossAverage();
-  const auto step_start = std::chrono::steady_clock::now();
-  auto last_display = step_start;
-  int last_display_iter = iter_;
-  double last_display_wait = DataWaitSeconds();
-  bool train_has_reader = false;
-  for (const auto& layer : net_->layers()) train_has_reader |= layer->HasReader();
-  const int iter_size = std::max(param_.iter_size(), 1);
-  stopped_early_ = false;
-  if (ranks_ != nullptr && !exchange_ && iter_ < stop_iter) JoinRanks();
-  double last_display_exchange = exchange_wait_seconds();
+  StepMarks marks = BeginStep(stop_iter);
   while (iter_ < stop_iter) {
-    if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
-        (iter_ > 0 || param_.test_initialization()) && is_root()) {
-      TestAll();
-    }
+    TestIfDue();
     const bool display = param_.display() && iter_ % param_.display() == 0;
-    if (stepper_) {  // queued without waiting; the host reads the device only to display
-      stepper_->RunPasses(iter_);
-      stepper_->RunUpdate(iter_);
-      if (ranks_ != nullptr) AgreeOnIteration(0.0f);
-      if (display || stepper_->PolledNonFiniteIteration() >= 0) {  // the poll: divergence without a display
-        CheckGpuDivergence();
-        smoothed_loss_ = stepper_->SmoothedLoss();
-      }
-      if (display && ranks_ != nullptr) {
-        std::vector<double> mean = {smoothed_loss_};
-        MeanOverRanks(&mean);
-        smoothed_loss_ = static_cast<float>(mean[0]);
-      }
-    } else {
-      net_->ClearParamDiffs();
-      float loss = 0;
-      for (int i = 0; i < iter_size; ++i) {
-        exchange_per_layer_ = exchange_ && i == iter_size - 1;  // the gradients are complete in the last pass
-        loss += net_->Forward();
-        net_->Backward();
-      }
-      if (exchange_) exchange_->Finish();
-      loss /= iter_size;
-      if (ranks_ != nullptr) loss = AgreeOnIteration(loss);  // the ranks' mean
-      if (!std::isfinite(loss) || !AllFinite(net_->param_diff(), net_->param_count())) StopDiverged(iter_, loss);
-      UpdateSmoothedLoss(loss, start_iter);
-    }
-    if (display) {
-      // The outputs' means over the ranks (every rank takes part; rank 0 logs).
-      std::vector<double> outputs;
-      for (int id : net_->output_blob_indices())
-        for (const float value : HostValues(ctx_, *net_->blob_by_name(net_->blob_names()[id])))
-          outputs.push_back(value);
-      MeanOverRanks(&outputs);
-      const double exchange_wait = exchange_wait_seconds();
-      if (is_root()) {  // the log lines
-        const auto now = std::chrono::steady_clock::now();
-        const double lapse = std::chrono::duration<double>(now - last_display).count();
-        const double per_s = lapse > 0 ? (iter_ - last_display_iter) / lapse : 0.0;
-        LOG(INFO) << "Iteration " << iter_ << " (" << per_s << " iter/s, " << lapse << "s/"
-                  << param_.display() << " iters), loss = " << smoothed_loss_;
-        last_display = now;
-        last_display_iter = iter_;
-        int score_index = 0;
-        for (int id : net_->output_blob_indices()) {
-          const int64_t count = net_->blob_by_name(net_->blob_names()[id])->count();
-          const float weight = net_->blob_loss_weights()[id];
-          for (int64_t k = 0; k < count; ++k) {
-            const float value = static_cast<float>(outputs[score_index]);
-            std::ostringstream loss_msg;
-            if (weight != 0) loss_msg << " (* " << weight << " = " << weight * value << " loss)";
-            LOG(INFO) << "    Train net output #" << score_index++ << ": " << net_->blob_names()[id]
-                      << " = " << value << loss_msg.str();
-          }
-        }
-        const double wait = DataWaitSeconds();
-        if (train_has_reader && iter_ > start_iter) {  // not at the first display: it times the warm-up
-          LOG(INFO) << "    Data wait: " << std::fixed << std::setprecision(1)
-                    << 100.0 * (wait - last_display_wait) / lapse << "% of the time ("
-                    << std::setprecision(3) << wait - last_display_wait << "s of " << lapse << "s)";
-        }
-        last_display_wait = wait;
-        if (exchange_ && iter_ > start_iter) {
-          LOG(INFO) << "    Gradient exchange: waited " << std::fixed << std::setprecision(1)
-                    << 100.0 * (exchange_wait - last_display_exchange) / lapse << "% of the time ("
-                    << std::setprecision(3) << exchange_wait - last_display_exchange << "s of " << lapse << "s)";
-        }
-        last_display_exchange = exchange_wait;
-        if (metrics_) metrics_->Train(iter_, LearningRate(param_, iter_), smoothed_loss_, OutputsOf(*net_, outputs));
-        LogProgress(std::chrono::duration<double>(now - step_start).count(), iter_ - start_iter);
-      }
-    }
     if (stepper_) {
+      StepOnGpu(display);
+    } else {
+      StepOnCpu(marks.start_iter);
+    }
+    if (display) Display(&marks);
+    if (stepper_) {  // the stepper queued the update with the passes
       if (display && is_root()) LogGpuUpdate();
     } else {
       ApplyUpdate();
     }
-    ++iter_;
-    if (param_.snapshot() && iter_ % param_.snapshot() == 0) Snapshot();
-    // With ranks, what every rank agreed on this iteration (a signal may reach ranks at different times).
-    const bool snapshot_now = ranks_ != nullptr ? snapshot_agreed_ : snapshot_requested_ != 0;
-    if (snapshot_now) {
-      if (ranks_ == nullptr) snapshot_requested_ = 0;
-      snapshot_agreed_ = false;
-      Snapshot();
-    }
-    if (ranks_ != nullptr ? stop_agreed_ : stop_requested_ != 0) {
+    if (AdvanceIteration()) {
       stopped_early_ = true;
       break;
     }
@@ -519,45 +382,80 @@ void Solver::Step(int iters) {
   if (stepper_) CheckGpuDivergence();
 }
 
-float Solver::smoothed_loss() { return stepper_ ? stepper_->SmoothedLoss() : smoothed_loss_; }
-
-void Solver::LogGpuUpdate() {
-  LOG(INFO) << "Iteration " << iter_ << ", lr = " << stepper_->last_rate();
-  const float clip = param_.clip_gradients();
-  if (clip < 0) return;
-  const float norm = stepper_->GradientNorm();
-  if (norm > clip)
-    LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << norm << " > " << clip
-              << ") by scale factor " << clip / norm;
+Solver::StepMarks Solver::BeginStep(int stop_iter) {
+  StepMarks marks;
+  marks.start_iter = iter_;
+  losses_.clear();
+  smoothed_loss_ = 0;
+  if (stepper_) stepper_->ResetLossAverage();
+  marks.start = std::chrono::steady_clock::now();
+  marks.last_display = marks.start;
+  marks.last_display_iter = iter_;
+  marks.last_data_wait = DataWaitSeconds();
+  for (const auto& layer : net_->layers()) marks.train_has_reader |= layer->HasReader();
+  stopped_early_ = false;
+  if (ranks_ != nullptr && !exchange_ && iter_ < stop_iter) JoinRanks();
+  marks.last_exchange_wait = exchange_wait_seconds();
+  return marks;
 }
+
+void Solver::TestIfDue() {
+  if (param_.test_interval() && iter_ % param_.test_interval() == 0 &&
+      (iter_ > 0 || param_.test_initialization()) && is_root()) {
+    TestAll();
+  }
+}
+
+void Solver::StepOnCpu(int start_iter) {
+  const int iter_size = std::max(param_.iter_size(), 1);
+  net_->ClearParamDiffs();
+  float loss = 0;
+  for (int i = 0; i < iter_size; ++i) {
+    exchange_per_layer_ = exchange_ && i == iter_size - 1;  // the gradients are complete in the last pass
+    loss += net_->Forward();
+    net_->Backward();
+  }
+  if (exchange_) exchange_->Finish();
+  loss /= iter_size;
+  if (ranks_ != nullptr) loss = AgreeOnIteration(loss);  // the ranks' mean
+  if (!std::isfinite(loss) || !AllFinite(net_->param_diff(), net_->param_count())) StopDiverged(iter_, loss);
+  UpdateSmoothedLoss(loss, start_iter);
+}
+
+// Queued without waiting; the host reads the device only to display.
+void Solver::StepOnGpu(bool display) {
+  stepper_->RunPasses(iter_);
+  stepper_->RunUpdate(iter_);
+  if (ranks_ != nullptr) AgreeOnIteration(0.0f);
+  if (display || stepper_->PolledNonFiniteIteration() >= 0) {  // the poll: divergence without a display
+    CheckGpuDivergence();
+    smoothed_loss_ = stepper_->SmoothedLoss();
+  }
+  if (display && ranks_ != nullptr) {
+    std::vector<double> mean = {smoothed_loss_};
+    MeanOverRanks(&mean);
+    smoothed_loss_ = static_cast<float>(mean[0]);
+  }
+}
+
+bool Solver::AdvanceIteration() {
+  ++iter_;
+  if (param_.snapshot() && iter_ % param_.snapshot() == 0) Snapshot();
+  // With ranks, what every rank agreed on this iteration (a signal may reach ranks at different times).
+  const bool snapshot_now = ranks_ != nullptr ? snapshot_agreed_ : snapshot_requested_ != 0;
+  if (snapshot_now) {
+    if (ranks_ == nullptr) snapshot_requested_ = 0;
+    snapshot_agreed_ = false;
+    Snapshot();
+  }
+  return ranks_ != nullptr ? stop_agreed_ : stop_requested_ != 0;
+}
+
+float Solver::smoothed_loss() { return stepper_ ? stepper_->SmoothedLoss() : smoothed_loss_; }
 
 void Solver::CheckGpuDivergence() {
   const int first = stepper_->FirstNonFiniteIteration();
   if (first >= 0) StopDiverged(first, stepper_->SmoothedLoss());
-}
-
-namespace {
-
-std::string Duration(double seconds) {
-  const long s = std::lround(seconds);
-  std::ostringstream out;
-  if (s >= 3600) out << s / 3600 << "h" << std::setw(2) << std::setfill('0') << (s % 3600) / 60 << "m";
-  else if (s >= 60) out << s / 60 << "m" << std::setw(2) << std::setfill('0') << s % 60 << "s";
-  else out << s << "s";
-  return out.str();
-}
-
-}  // namespace
-
-void Solver::LogProgress(double elapsed_s, int iters_done) const {
-  const int max_iter = std::max(param_.max_iter(), 1);
-  std::ostringstream line;
-  line << "    Progress: " << iter_ << "/" << param_.max_iter() << " iterations ("
-       << std::fixed << std::setprecision(1) << 100.0 * iter_ / max_iter << "%)";
-  if (iters_done > 0) {
-    line << ", ETA " << Duration(elapsed_s / iters_done * std::max(param_.max_iter() - iter_, 0));
-  }
-  LOG(INFO) << line.str();
 }
 
 void Solver::StopDiverged(int iteration, float loss) {
@@ -588,219 +486,6 @@ void Solver::ApplyUpdate() {
   if (param_.clip_gradients() >= 0) ClipGradients(flat, param_.clip_gradients());
   Regularize(flat, param_);
   rule_->Apply(flat, history_, rate, iter_);
-}
-
-void Solver::TestAll() {
-  for (size_t i = 0; i < test_nets_.size(); ++i) Test(static_cast<int>(i));
-}
-
-void Solver::Test(int id) {
-  LOG(INFO) << "Iteration " << iter_ << ", Testing net (#" << id << ")";
-  Net& net = *test_nets_[id];
-  std::vector<double> scores;
-  double loss = 0;
-  const int iterations = param_.test_iter(id);
-  for (int i = 0; i < iterations; ++i) {
-    const float iter_loss = net.Forward();
-    if (param_.test_compute_loss()) loss += iter_loss;
-    size_t k = 0;
-    for (const Blob* blob : net.output_blobs()) {
-      for (const float value : HostValues(ctx_, *blob)) {
-        if (scores.size() <= k) scores.push_back(0.0);
-        scores[k++] += value;
-      }
-    }
-  }
-  if (param_.test_compute_loss()) LOG(INFO) << "Test loss: " << loss / iterations;
-  last_test_scores_[id].clear();
-  size_t k = 0;
-  for (size_t o = 0; o < net.output_blobs().size(); ++o) {
-    const int blob_id = net.output_blob_indices()[o];
-    const float weight = net.blob_loss_weights()[blob_id];
-    for (int64_t j = 0; j < net.output_blobs()[o]->count(); ++j, ++k) {
-      const float mean = static_cast<float>(scores[k] / iterations);
-      last_test_scores_[id].push_back(mean);
-      std::ostringstream loss_msg;
-      if (weight != 0) loss_msg << " (* " << weight << " = " << weight * mean << " loss)";
-      LOG(INFO) << "    Test net output #" << k << ": " << net.blob_names()[blob_id] << " = " << mean
-                << loss_msg.str();
-    }
-  }
-  if (metrics_) metrics_->Test(iter_, id, LearningRate(param_, iter_), OutputsOf(net, last_test_scores_[id]));
-}
-
-std::string Solver::SnapshotPrefix() const {
-  if (!param_.snapshot_prefix().empty()) return param_.snapshot_prefix();
-  const std::filesystem::path p(solver_path_);
-  return (p.parent_path() / p.stem()).string();
-}
-
-std::string Solver::SnapshotFilename(const std::string& extension) const {
-  return SnapshotPrefix() + "_iter_" + std::to_string(iter_) + extension;
-}
-
-std::string Solver::Snapshot() {
-  if (stepper_) CheckGpuDivergence();  // a snapshot never holds diverged weights
-  std::string rank_rng_states;  // data parallel: every rank's generator, one per line, on rank 0
-  if (ranks_ != nullptr) {
-    for (const std::string& rank_state : ranks_->GatherOnRoot(ctx_.SaveRngState()))
-      rank_rng_states += rank_state + "\n";
-    if (!is_root()) return "";
-  }
-  // Caffe's two formats: binary protos, or the same messages in its HDF5 layout (hdf5.hpp).
-  const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
-  const char* format = hdf5 ? "HDF5 file " : "binary proto file ";
-  const std::string model = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
-  LOG(INFO) << "Snapshotting to " << format << model;
-  ctx_.Synchronize();  // a GPU's last update may still be running: the copies below read its results
-  NetParameter net_param;
-  net_->ToProto(&net_param, param_.snapshot_diff());
-  if (hdf5) {
-    WriteNetParameterToHdf5(net_param, model);
-  } else {
-    WriteProtoToBinaryFile(net_param, model);
-  }
-
-  const std::string state_path = SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate");
-  LOG(INFO) << "Snapshotting solver state to " << format << state_path;
-  SolverState state;
-  state.set_iter(iter_);
-  state.set_learned_net(model);
-  state.set_current_step(CurrentStep(param_, std::max(iter_ - 1, 0)));
-  // History, one BlobProto per learnable parameter, buffer by buffer (a GPU's through a host copy).
-  std::vector<float> host;
-  for (float* h : history_) {
-    if (ctx_.device() == Device::kGPU) {
-      host.resize(static_cast<size_t>(net_->param_count()));
-      gpu_download(ctx_, net_->param_count(), h, host.data());
-      h = host.data();
-    }
-    int64_t offset = 0;
-    for (const Blob* p : net_->learnable_params()) {
-      BlobProto* proto = state.add_history();
-      for (int d : p->shape()) proto->mutable_shape()->add_dim(d);
-      proto->mutable_data()->Add(h + offset, h + offset + p->count());
-      offset += p->count();
-    }
-  }
-  state.set_rng_state(ctx_.SaveRngState());
-  if (ranks_ != nullptr) {
-    state.set_ranks(ranks_->size());
-    state.set_rank_rng_states(rank_rng_states);
-  }
-  for (const Layer* reader : Readers()) {
-    state.add_reader_position(reader->reader_state().position);
-    state.add_reader_seed(reader->reader_state().seed);
-  }
-  if (hdf5) {
-    WriteSolverStateToHdf5(state, state_path);
-  } else {
-    WriteProtoToBinaryFile(state, state_path);
-  }
-  return state_path;
-}
-
-void Solver::Restore(const std::string& path) {
-  ctx_.Synchronize();  // nothing queued on a GPU may still write what is about to be replaced
-  SolverState state;
-  if (IsHdf5Path(path)) {
-    state = ReadSolverStateFromHdf5(path);
-  } else {
-    ReadProtoFromBinaryFile(path, &state);
-  }
-  CORTADO_REQUIRE(state.iter() >= 0, path, ": iter is ", state.iter(), "; a snapshot's iteration is never negative "
-                  "(a damaged or hand-edited solver state?)");
-  iter_ = state.iter();
-  if (state.has_learned_net()) {
-    std::string model = state.learned_net();
-    // A relative model path is tried as written, then beside the solverstate.
-    if (!FileExists(model)) {
-      const auto beside = std::filesystem::path(path).parent_path() / std::filesystem::path(model).filename();
-      if (FileExists(beside.string())) model = beside.string();
-    }
-    net_->CopyTrainedLayersFrom(model);
-  }
-  const int expected = static_cast<int>(net_->learnable_params().size()) * rule_->num_history();
-  CORTADO_REQUIRE(state.history_size() == expected, path, ": holds ", state.history_size(),
-                  " history blobs but this ", rule_->type(), " solver on this net needs ", expected);
-  int index = 0;
-  std::vector<float> host;  // a GPU's history is assembled here, then copied
-  for (float* h : history_) {
-    float* target = h;
-    if (ctx_.device() == Device::kGPU) {
-      host.assign(static_cast<size_t>(net_->param_count()), 0.0f);
-      target = host.data();
-    }
-    int64_t offset = 0;
-    for (const Blob* p : net_->learnable_params()) {
-      const BlobProto& proto = state.history(index++);
-      CORTADO_REQUIRE(proto.data_size() == p->count(), path, ": history blob ", index - 1, " holds ",
-                      proto.data_size(), " values but its parameter has ", p->count());
-      std::copy(proto.data().begin(), proto.data().end(), target + offset);
-      offset += p->count();
-    }
-    if (ctx_.device() == Device::kGPU) gpu_upload(ctx_, net_->param_count(), host.data(), h);
-  }
-  if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
-  RestoreRankRng(state, path);
-  RestoreReaders(state, path);
-}
-
-// Data parallel: each rank takes its own generator back from a snapshot of as many ranks. The reader
-// positions count every rank's records, so the data goes on exactly with any number of ranks.
-void Solver::RestoreRankRng(const SolverState& state, const std::string& path) {
-  const int ranks = ranks_ != nullptr ? ranks_->size() : 1;
-  const int saved = state.has_ranks() ? state.ranks() : 1;
-  if (saved == ranks) {
-    if (ranks_ == nullptr) return;  // rng_state was rank 0's
-    std::vector<std::string> lines;
-    std::istringstream in(state.rank_rng_states());
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    CORTADO_REQUIRE(static_cast<int>(lines.size()) == ranks, path, ": holds ", lines.size(),
-                    " rank generator states for ", ranks, " ranks");
-    ctx_.RestoreRngState(lines[ranks_->rank()]);
-    return;
-  }
-  LOG_IF(WARNING, is_root()) << path << " was written by " << saved << " rank" << (saved == 1 ? "" : "s")
-                             << " and this run has " << ranks << ": the data goes on where it stood, but random "
-                             << "draws after the data (dropout) differ from an uninterrupted run";
-  if (ranks_ != nullptr && ranks_->rank() > 0)
-    ctx_.Reseed(static_cast<int64_t>(RecordSeed(param_.random_seed() + state.iter(), ranks_->rank()) >> 1));
-}
-
-double Solver::DataWaitSeconds() const {
-  double seconds = 0;
-  for (const auto& layer : net_->layers()) seconds += layer->reader_wait_seconds();
-  return seconds;
-}
-
-std::vector<Layer*> Solver::Readers() const {
-  std::vector<Layer*> readers;
-  auto collect = [&readers](const Net& net) {
-    for (const auto& layer : net.layers())
-      if (layer->HasReader()) readers.push_back(layer.get());
-  };
-  collect(*net_);
-  for (const auto& test_net : test_nets_) collect(*test_net);
-  return readers;
-}
-
-void Solver::RestoreReaders(const SolverState& state, const std::string& path) {
-  const std::vector<Layer*> readers = Readers();
-  if (readers.empty()) return;
-  const int saved = state.reader_position_size();
-  if (saved == 0) {
-    LOG(WARNING) << path << " holds no data-reader positions (a Caffe solver state?): the data "
-                 << "restarts from the beginning of each dataset";
-    return;
-  }
-  if (saved != static_cast<int>(readers.size()) || state.reader_seed_size() != saved) {
-    LOG(WARNING) << path << " holds positions for " << saved << " data readers but these nets have "
-                 << readers.size() << ": the data restarts from the beginning of each dataset";
-    return;
-  }
-  for (int i = 0; i < saved; ++i)
-    readers[i]->RestoreReaderState({state.reader_position(i), state.reader_seed(i)});
 }
 
 }  // namespace cortado

@@ -1,0 +1,211 @@
+// solver_snapshot.cpp — a Solver's snapshots and their restoring: the .caffemodel and .solverstate files
+// (binary protos or Caffe's HDF5 layout), with the update rule's history, the generators' states (every
+// rank's, in data-parallel training) and the data readers' positions, so a resumed run goes on exactly.
+#include "cortado/solver.hpp"
+
+#include <glog/logging.h>
+
+#include <unistd.h>  // access
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <sstream>
+
+#include "cortado/batch_pipeline.hpp"  // RecordSeed
+#include "cortado/error.hpp"
+#include "cortado/gpu_step.hpp"
+#include "cortado/hdf5.hpp"
+#include "cortado/io.hpp"
+#include "cortado/math_gpu.hpp"
+#include "cortado/parallel.hpp"
+#include "cortado/update_rules.hpp"
+
+namespace cortado {
+
+// Snapshots go to snapshot_prefix's directory (the solver's own when there is no prefix): a directory
+// that is missing or not writable is reported now, not after the training.
+void Solver::CheckSnapshotDirectory() const {
+  const std::filesystem::path prefix(SnapshotFilename(""));
+  std::filesystem::path dir = prefix.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string where = param_.snapshot_prefix().empty()
+                                ? "snapshots go beside the solver (no snapshot_prefix), in '" + dir.string() + "'"
+                                : "snapshot_prefix '" + param_.snapshot_prefix() + "'";
+  std::error_code ec;
+  CORTADO_REQUIRE(std::filesystem::is_directory(dir, ec), solver_path_, ": ", where, ": directory '", dir.string(),
+                  "' does not exist; create it first");
+  CORTADO_REQUIRE(::access(dir.c_str(), W_OK | X_OK) == 0, solver_path_, ": ", where, ": cannot write in directory '",
+                  dir.string(), "': ", std::strerror(errno));
+}
+
+std::string Solver::SnapshotPrefix() const {
+  if (!param_.snapshot_prefix().empty()) return param_.snapshot_prefix();
+  const std::filesystem::path p(solver_path_);
+  return (p.parent_path() / p.stem()).string();
+}
+
+std::string Solver::SnapshotFilename(const std::string& extension) const {
+  return SnapshotPrefix() + "_iter_" + std::to_string(iter_) + extension;
+}
+
+std::string Solver::Snapshot() {
+  if (stepper_) CheckGpuDivergence();  // a snapshot never holds diverged weights
+  std::string rank_rng_states;  // data parallel: every rank's generator, one per line, on rank 0
+  if (ranks_ != nullptr) {
+    for (const std::string& rank_state : ranks_->GatherOnRoot(ctx_.SaveRngState()))
+      rank_rng_states += rank_state + "\n";
+    if (!is_root()) return "";
+  }
+  // Caffe's two formats: binary protos, or the same messages in its HDF5 layout (hdf5.hpp).
+  const bool hdf5 = param_.snapshot_format() == SolverParameter::HDF5;
+  const char* format = hdf5 ? "HDF5 file " : "binary proto file ";
+  const std::string model = SnapshotFilename(hdf5 ? ".caffemodel.h5" : ".caffemodel");
+  LOG(INFO) << "Snapshotting to " << format << model;
+  ctx_.Synchronize();  // a GPU's last update may still be running: the copies below read its results
+  NetParameter net_param;
+  net_->ToProto(&net_param, param_.snapshot_diff());
+  if (hdf5) {
+    WriteNetParameterToHdf5(net_param, model);
+  } else {
+    WriteProtoToBinaryFile(net_param, model);
+  }
+
+  const std::string state_path = SnapshotFilename(hdf5 ? ".solverstate.h5" : ".solverstate");
+  LOG(INFO) << "Snapshotting solver state to " << format << state_path;
+  SolverState state;
+  state.set_iter(iter_);
+  state.set_learned_net(model);
+  state.set_current_step(CurrentStep(param_, std::max(iter_ - 1, 0)));
+  // History, one BlobProto per learnable parameter, buffer by buffer (a GPU's through a host copy).
+  std::vector<float> host;
+  for (float* h : history_) {
+    if (ctx_.device() == Device::kGPU) {
+      host.resize(static_cast<size_t>(net_->param_count()));
+      gpu_download(ctx_, net_->param_count(), h, host.data());
+      h = host.data();
+    }
+    int64_t offset = 0;
+    for (const Blob* p : net_->learnable_params()) {
+      BlobProto* proto = state.add_history();
+      for (int d : p->shape()) proto->mutable_shape()->add_dim(d);
+      proto->mutable_data()->Add(h + offset, h + offset + p->count());
+      offset += p->count();
+    }
+  }
+  state.set_rng_state(ctx_.SaveRngState());
+  if (ranks_ != nullptr) {
+    state.set_ranks(ranks_->size());
+    state.set_rank_rng_states(rank_rng_states);
+  }
+  for (const Layer* reader : Readers()) {
+    state.add_reader_position(reader->reader_state().position);
+    state.add_reader_seed(reader->reader_state().seed);
+  }
+  if (hdf5) {
+    WriteSolverStateToHdf5(state, state_path);
+  } else {
+    WriteProtoToBinaryFile(state, state_path);
+  }
+  return state_path;
+}
+
+void Solver::Restore(const std::string& path) {
+  ctx_.Synchronize();  // nothing queued on a GPU may still write what is about to be replaced
+  SolverState state;
+  if (IsHdf5Path(path)) {
+    state = ReadSolverStateFromHdf5(path);
+  } else {
+    ReadProtoFromBinaryFile(path, &state);
+  }
+  CORTADO_REQUIRE(state.iter() >= 0, path, ": iter is ", state.iter(), "; a snapshot's iteration is never negative "
+                  "(a damaged or hand-edited solver state?)");
+  iter_ = state.iter();
+  if (state.has_learned_net()) {
+    std::string model = state.learned_net();
+    // A relative model path is tried as written, then beside the solverstate.
+    if (!FileExists(model)) {
+      const auto beside = std::filesystem::path(path).parent_path() / std::filesystem::path(model).filename();
+      if (FileExists(beside.string())) model = beside.string();
+    }
+    net_->CopyTrainedLayersFrom(model);
+  }
+  const int expected = static_cast<int>(net_->learnable_params().size()) * rule_->num_history();
+  CORTADO_REQUIRE(state.history_size() == expected, path, ": holds ", state.history_size(),
+                  " history blobs but this ", rule_->type(), " solver on this net needs ", expected);
+  int index = 0;
+  std::vector<float> host;  // a GPU's history is assembled here, then copied
+  for (float* h : history_) {
+    float* target = h;
+    if (ctx_.device() == Device::kGPU) {
+      host.assign(static_cast<size_t>(net_->param_count()), 0.0f);
+      target = host.data();
+    }
+    int64_t offset = 0;
+    for (const Blob* p : net_->learnable_params()) {
+      const BlobProto& proto = state.history(index++);
+      CORTADO_REQUIRE(proto.data_size() == p->count(), path, ": history blob ", index - 1, " holds ",
+                      proto.data_size(), " values but its parameter has ", p->count());
+      std::copy(proto.data().begin(), proto.data().end(), target + offset);
+      offset += p->count();
+    }
+    if (ctx_.device() == Device::kGPU) gpu_upload(ctx_, net_->param_count(), host.data(), h);
+  }
+  if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
+  RestoreRankRng(state, path);
+  RestoreReaders(state, path);
+}
+
+// Data parallel: each rank takes its own generator back from a snapshot of as many ranks. The reader
+// positions count every rank's records, so the data goes on exactly with any number of ranks.
+void Solver::RestoreRankRng(const SolverState& state, const std::string& path) {
+  const int ranks = ranks_ != nullptr ? ranks_->size() : 1;
+  const int saved = state.has_ranks() ? state.ranks() : 1;
+  if (saved == ranks) {
+    if (ranks_ == nullptr) return;  // rng_state was rank 0's
+    std::vector<std::string> lines;
+    std::istringstream in(state.rank_rng_states());
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    CORTADO_REQUIRE(static_cast<int>(lines.size()) == ranks, path, ": holds ", lines.size(),
+                    " rank generator states for ", ranks, " ranks");
+    ctx_.RestoreRngState(lines[ranks_->rank()]);
+    return;
+  }
+  LOG_IF(WARNING, is_root()) << path << " was written by " << saved << " rank" << (saved == 1 ? "" : "s")
+                             << " and this run has " << ranks << ": the data goes on where it stood, but random "
+                             << "draws after the data (dropout) differ from an uninterrupted run";
+  if (ranks_ != nullptr && ranks_->rank() > 0)
+    ctx_.Reseed(static_cast<int64_t>(RecordSeed(param_.random_seed() + state.iter(), ranks_->rank()) >> 1));
+}
+
+std::vector<Layer*> Solver::Readers() const {
+  std::vector<Layer*> readers;
+  auto collect = [&readers](const Net& net) {
+    for (const auto& layer : net.layers())
+      if (layer->HasReader()) readers.push_back(layer.get());
+  };
+  collect(*net_);
+  for (const auto& test_net : test_nets_) collect(*test_net);
+  return readers;
+}
+
+void Solver::RestoreReaders(const SolverState& state, const std::string& path) {
+  const std::vector<Layer*> readers = Readers();
+  if (readers.empty()) return;
+  const int saved = state.reader_position_size();
+  if (saved == 0) {
+    LOG(WARNING) << path << " holds no data-reader positions (a Caffe solver state?): the data "
+                 << "restarts from the beginning of each dataset";
+    return;
+  }
+  if (saved != static_cast<int>(readers.size()) || state.reader_seed_size() != saved) {
+    LOG(WARNING) << path << " holds positions for " << saved << " data readers but these nets have "
+                 << readers.size() << ": the data restarts from the beginning of each dataset";
+    return;
+  }
+  for (int i = 0; i < saved; ++i)
+    readers[i]->RestoreReaderState({state.reader_position(i), state.reader_seed(i)});
+}
+
+}  // namespace cortado
