@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # check_kernels.sh — the rule that a formula is written once (kernels/for_each.hpp): every CUDA kernel
 # (`__global__`) lives either in the shared kernels that run a layer's functors (cuda/for_each.cuh:
-# Map and MapChannels; cuda/channel_sums.cuh: the per-channel sums), or in a file named below with the
-# reason its kernels are its own, or in the shrinking list of files whose arithmetic is still written
-# twice; and every kernel launch goes through CORTADO_LAUNCH (cuda/check.hpp).
+# Map, MapChannels, ForEach and Total; cuda/channel_sums.cuh: the per-channel sums), or in a file named
+# below with the reason its kernels are its own; and every kernel launch goes through CORTADO_LAUNCH
+# (cuda/check.hpp).
 # Prints the kernel count per file and the total; exits 1 naming each file that breaks the rule (a
 # kernel in an unnamed file, a named file without kernels, a hand-written <<<>>> launch).
 # Usage: scripts/check_kernels.sh [--list]   (--list: the counts only, never fails)
@@ -24,28 +24,11 @@ declare -A device_specific=(
   [src/layers/cuda/filter.cu]="row selection: a gather and a scatter"
   [src/layers/cuda/concat.cu]="strided row copies"
   [src/layers/cuda/pooling.cu]="a thread per output runs pooling_math.hpp's windows; backward gathers into each input where the CPU scatters"
-)
-
-# Files whose arithmetic is still written twice (a CPU loop in the layer's .cpp and a kernel here):
-# the work left of moving every layer to shared functors. The list only shrinks.
-declare -A still_twice=(
-  [src/layers/cuda/convolution.cu]="im2col/col2im index arithmetic (im2col.cpp)"
-  [src/layers/cuda/softmax.cu]="exp(x − max) / Σ and its gradient per position"
-  [src/layers/cuda/softmax_loss.cu]="the loss terms and the gradient"
-  [src/layers/cuda/losses.cu]="the losses' terms and gradients (sums to one value stay the GPU's)"
-  [src/layers/cuda/infogain_loss.cu]="the loss terms and the gradient"
-  [src/layers/cuda/euclidean_loss.cu]="(a − b)² and the gradient"
-  [src/layers/cuda/accuracy.cu]="the top-k count"
-  [src/layers/cuda/shape_ops.cu]="Crop, Tile, Reduction and ArgMax index arithmetic"
-  [src/layers/cuda/mvn.cu]="the normalisation and its gradient"
-  [src/layers/cuda/recurrent.cu]="row scaling and broadcast adds"
-  [src/layers/cuda/lstm_unit.cu]="the gate arithmetic"
-  [src/layers/cuda/dropout.cu]="the mask draw"
-  [src/layers/cuda/eltwise.cu]="MAX's running maximum and its gradient"
+  [src/layers/cuda/convolution.cu]="im2col: a thread per output position where the CPU copies each tap's rectangle; col2im gathers per pixel where the CPU scatter-adds"
 )
 
 status=0
-total=0 shared_total=0 specific_total=0 twice_total=0
+total=0 shared_total=0 specific_total=0
 declare -A seen=()
 while IFS= read -r line; do
   file=${line%%:*}
@@ -60,18 +43,15 @@ while IFS= read -r line; do
   elif [[ -n "${device_specific[$file]:-}" ]]; then
     specific_total=$((specific_total + count))
     continue
-  elif [[ -n "${still_twice[$file]:-}" ]]; then
-    twice_total=$((twice_total + count))
-    continue
   fi
   echo "check_kernels.sh: $file holds $count __global__ kernel(s) but is not a shared kernel file nor named" \
     "with its reason in scripts/check_kernels.sh: write the arithmetic as functors run by Map/MapChannels" >&2
   status=1
 done < <(grep -rc --include='*.cu' --include='*.cuh' '__global__' src include | sort)
-printf '%4d  in all: %d shared (Map, MapChannels, ChannelSums), %d device-specific, %d still written twice\n' \
-  "$total" "$shared_total" "$specific_total" "$twice_total"
+printf '%4d  in all: %d shared (Map, MapChannels, ForEach, Total, ChannelSums), %d device-specific\n' \
+  "$total" "$shared_total" "$specific_total"
 
-for file in "${!device_specific[@]}" "${!still_twice[@]}"; do
+for file in "${!device_specific[@]}"; do
   if [[ -z "${seen[$file]:-}" ]]; then
     echo "check_kernels.sh: $file is named in scripts/check_kernels.sh but holds no kernel: drop its entry" >&2
     status=1

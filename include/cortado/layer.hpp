@@ -23,6 +23,7 @@
 #include "cortado/blob.hpp"
 #include "cortado/context.hpp"
 #include "cortado/cortado.pb.h"
+#include "cortado/kernels/for_each.hpp"  // LabelOf
 
 namespace cortado {
 
@@ -239,9 +240,7 @@ double FixedLossNormalizer(LossParameter::NormalizationMode mode, int64_t outer,
 // at least 1.
 double LossNormalizer(LossParameter::NormalizationMode mode, int64_t outer, int64_t inner, int64_t valid_count);
 
-// A class label as the layers read it: static_cast<int>(v) as x86 does it, so NaN and values outside
-// int's range are INT_MIN (never a class). The GPU kernels read labels the same way (cuda/loss_sums.cuh).
-inline int LabelOf(float v) { return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN; }
+// LabelOf, the class label as the layers read it on either device: kernels/for_each.hpp.
 
 // The one-line error for a label outside [0, classes) at `position`; `also` names what else is
 // allowed (" or ignore_label N").

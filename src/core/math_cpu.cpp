@@ -12,7 +12,7 @@
 
 #include "cortado/cpu_engine.hpp"
 #include "cortado/kernels/arithmetic.hpp"
-#include "cortado/kernels/onednn.hpp"
+#include "onednn_math.hpp"  // OneDnnGemm
 
 namespace cortado {
 

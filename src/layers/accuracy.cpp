@@ -4,18 +4,19 @@
 // optionally, per-class accuracy (C), 0 for a class with no samples.
 // As in Caffe, a position counts as correct when fewer than top_k other classes score >= the true
 // class's score (ties count against the prediction). No gradient: Backward does nothing.
-// GPU: kernels/dense.hpp (accuracy.cu); a bad label is flagged there and reported as on the CPU.
-#include <algorithm>
-
+// The arithmetic is accuracy_math.hpp's, on either device: the hits and counts summed by Total, the
+// per-class rates one class per index, and a bad label flagged in a work blob (loss_math.hpp's layout)
+// for the one-line error (the GPU waits for that check unless the labels were checked upstream).
+#include "accuracy_math.hpp"
 #include "cortado/error.hpp"
-#include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
+#include "loss_math.hpp"
 
 namespace cortado {
 
-class AccuracyLayer : public Layer {
+class AccuracyLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Accuracy"; }
   int ExactNumBottomBlobs() const override { return 2; }
   int MinTopBlobs() const override { return 1; }
@@ -32,8 +33,7 @@ class AccuracyLayer : public Layer {
     has_ignore_label_ = ap.has_ignore_label();
     ignore_label_ = ap.ignore_label();
     CORTADO_REQUIRE(top_k_ >= 1, Describe(), ": accuracy_param.top_k must be at least 1");
-    if (top.size() > 1) class_count_ = AddStepScratch();
-    if (ctx_.device() == Device::kGPU) work_ = AddStepScratch();
+    work_ = AddCallScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -51,67 +51,28 @@ class AccuracyLayer : public Layer {
                     "prediction: scores ", bottom[0]->shape_string(), " (class axis ", a, ") want ",
                     outer_ * inner_, " labels, but the label blob is ", bottom[1]->shape_string());
     top[0]->Reshape(std::vector<int>{});
-    if (top.size() > 1) {
-      top[1]->Reshape(std::vector<int>{static_cast<int>(channels_)});
-      class_count_->Reshape(std::vector<int>{static_cast<int>(channels_)});
-    }
-    if (work_) work_->Reshape(std::vector<int>{static_cast<int>(AccuracyWorkFloats(channels_))});
+    if (top.size() > 1) top[1]->Reshape(std::vector<int>{static_cast<int>(channels_)});
+    work_->Reshape(std::vector<int>{static_cast<int>(loss::kWorkFloats)});
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    const float* label = bottom[1]->data();
-    const bool per_class = top.size() > 1;
-    float* class_correct = per_class ? top[1]->data() : nullptr;
-    float* class_total = per_class ? class_count_->data() : nullptr;
-    if (per_class) {
-      std::fill(class_correct, class_correct + channels_, 0.0f);
-      std::fill(class_total, class_total + channels_, 0.0f);
-    }
-    const int64_t dim = channels_ * inner_;
-    int64_t correct = 0, count = 0;
-    for (int64_t i = 0; i < outer_; ++i) {
-      for (int64_t j = 0; j < inner_; ++j) {
-        const int l = LabelOf(label[i * inner_ + j]);
-        if (has_ignore_label_ && l == ignore_label_) continue;
-        if (l < 0 || l >= channels_) FailBadLabelAt(label[i * inner_ + j], i * inner_ + j);
-        const float* xij = x + i * dim + j;
-        const float truth = xij[l * inner_];
-        int at_least = -1;  // classes scoring >= the true one, the true class itself excluded
-        for (int64_t c = 0; c < channels_ && at_least < top_k_; ++c)
-          at_least += xij[c * inner_] >= truth;
-        const bool hit = at_least < top_k_;
-        correct += hit;
-        ++count;
-        if (per_class) {
-          class_total[l] += 1;
-          class_correct[l] += hit;
-        }
-      }
-    }
-    top[0]->data()[0] = count == 0 ? 0.0f : static_cast<float>(correct) / count;
-    if (per_class) {
-      for (int64_t c = 0; c < channels_; ++c)
-        class_correct[c] = class_total[c] == 0 ? 0.0f : class_correct[c] / class_total[c];
-    }
-  }
-
-  void Backward_cpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    const accuracy::Ranking r{channels_, inner_, top_k_, has_ignore_label_, ignore_label_, bottom[0]->data(),
+                              bottom[1]->data()};
+    float* work = work_->data();
+    ForEach(ctx_, 1, loss::ClearFlag{loss::FlagOf(work)});
+    Total(ctx_, outer_ * inner_, work, accuracy::Count{r, loss::FlagOf(work)}, accuracy::StoreAccuracy{top[0]->data()});
+    if (top.size() > 1)
+      ForEach(ctx_, channels_, accuracy::PerClass{r, outer_ * inner_, top[1]->data()}, outer_ * inner_);
     float bad_label = 0;
-    const int64_t at = AccuracyForwardGpu(ctx_, outer_, channels_, inner_, top_k_, has_ignore_label_, ignore_label_,
-                                          bottom[0]->data(), bottom[1]->data(), work_->data(), top[0]->data(),
-                                          top.size() > 1 ? top[1]->data() : nullptr, BadLabelOut(&bad_label));
+    const int64_t at = loss::FirstFlagged(ctx_, work, bottom[1]->data(), BadLabelOut(&bad_label));
     if (at >= 0) FailBadLabelAt(bad_label, at);
   }
 
-  void Backward_gpu(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
+  void Backward_any(const BlobVec&, const std::vector<bool>&, const BlobVec&) override {}
 
  private:
-  Blob* class_count_ = nullptr;
-  Blob* work_ = nullptr;  // GPU nets: the kernels' counters and bad-label flag
+  Blob* work_ = nullptr;  // loss::kWorkFloats: Total's sums and the bad-label flag (loss_math.hpp)
   int top_k_ = 1;
   bool has_ignore_label_ = false;
   int ignore_label_ = 0;

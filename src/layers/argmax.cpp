@@ -8,20 +8,19 @@
 //   With axis: each position of the other axes is searched along the axis; the top is the bottom's
 //     shape with the axis dim replaced by top_k, holding the indices, or with out_max_val the values.
 // No backward: asking for the bottom's gradient is an Error (force_backward never asks).
-// GPU: one thread per search, picking the top_k pairs in rank order (ArgMaxForwardGpu, cuda/shape_ops.cu).
+// Each search is one ForEach index picking the top_k pairs one rank at a time (shape_ops_math.hpp,
+// shared by both devices), in the same order as that partial_sort.
 #include <algorithm>
-#include <functional>
-#include <utility>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/shape_ops.hpp"
 #include "cortado/layer_registry.hpp"
+#include "shape_ops_math.hpp"
 
 namespace cortado {
 
-class ArgMaxLayer : public Layer {
+class ArgMaxLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "ArgMax"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -64,36 +63,14 @@ class ArgMaxLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    std::vector<std::pair<float, int>> pairs(dim_);
-    for (int64_t i = 0; i < num_; ++i) {
-      const int64_t outer = i / stride_, inner = i % stride_;
-      for (int j = 0; j < dim_; ++j) pairs[j] = {x[(outer * dim_ + j) * stride_ + inner], j};
-      std::partial_sort(pairs.begin(), pairs.begin() + top_k_, pairs.end(), std::greater<std::pair<float, int>>());
-      for (int r = 0; r < top_k_; ++r) {
-        if (out_max_val_ && !has_axis_) {
-          y[2 * i * top_k_ + r] = static_cast<float>(pairs[r].second);
-          y[2 * i * top_k_ + top_k_ + r] = pairs[r].first;
-        } else {
-          const float index = static_cast<float>(pairs[r].second);
-          y[(outer * top_k_ + r) * stride_ + inner] = out_max_val_ ? pairs[r].first : index;
-        }
-      }
-    }
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    ForEach(ctx_, num_,
+            shape_ops::ArgMaxSearch{dim_, stride_, top_k_, out_max_val_ && !has_axis_, out_max_val_ && has_axis_,
+                                    bottom[0]->data(), top[0]->data()},
+            static_cast<int64_t>(dim_) * top_k_);
   }
 
-  void Backward_cpu(const BlobVec&, const std::vector<bool>& propagate_down, const BlobVec&) override {
-    RefuseBackward(propagate_down);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    ArgMaxForwardGpu(ctx_, num_, dim_, stride_, top_k_, out_max_val_ && !has_axis_, out_max_val_ && has_axis_,
-                     bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec&, const std::vector<bool>& propagate_down, const BlobVec&) override {
+  void Backward_any(const BlobVec&, const std::vector<bool>& propagate_down, const BlobVec&) override {
     RefuseBackward(propagate_down);
   }
 

@@ -4,13 +4,13 @@
 //   y row k = x row int(idx_k);   dx row n = Σ_{k : int(idx_k) = n} dy row k  (an index may repeat; rows
 //   never picked get 0). The indices get no gradient: a request for one is an error, as in Caffe.
 // An index outside [0, num) (or NaN) is an error naming the layer.
-// GPU: kernels/zoo.hpp (cuda/batch_reindex.cu): a gather that marks a bad index in a device word read
+// GPU: batch_reindex_gpu.hpp (cuda/batch_reindex.cu): a gather that marks a bad index in a device word read
 // back at the end of Forward (as SoftmaxWithLoss checks labels), and a backward kernel in which each
 // element of dx sums its picks in increasing k (deterministic, the CPU's order).
 #include <algorithm>
 
+#include "batch_reindex_gpu.hpp"
 #include "cortado/error.hpp"
-#include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {

@@ -2,9 +2,9 @@
 // concat_dim means the same). Every other dim must match. With outer = Π dims before the axis and
 // inner = Π dims after it, top[n, o_k + a, i] = bottom_k[n, a, i], where o_k is the sum of the
 // earlier bottoms' axis dims. Backward hands each bottom its slice of the top diff.
-// GPU: one strided copy of `outer` rows per bottom (CopyRowsGpu, cuda/concat.cu).
+// GPU: one strided copy of `outer` rows per bottom (CopyRowsGpu: copy_rows_gpu.hpp, cuda/concat.cu).
+#include "copy_rows_gpu.hpp"
 #include "cortado/error.hpp"
-#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 

@@ -19,13 +19,13 @@
 // column buffer when columns are not kept) and its own weight-gradient partial, summed at the end.
 //
 // CPU engines (cortado/cpu_engine.hpp): the im2col method above, or oneDNN's convolution primitives
-// (kernels/onednn.hpp) on Cortado's NCHW buffers ("plain") or in the blocked layouts oneDNN's fastest
+// (onednn_engine.hpp) on Cortado's NCHW buffers ("plain") or in the blocked layouts oneDNN's fastest
 // code wants ("native", reordered through the net's workspace, which the memory plan counts). With
 // the CPU engine auto and the prototxt's engine DEFAULT, the layer's shape is timed with each at
 // set-up (cpu_engine_choice.cpp) and the fastest kept; engine CAFFE (or the CPU engine im2col) keeps
 // im2col, engine ONEDNN (or the CPU engine onednn) takes oneDNN's native layouts without timing.
 //
-// GPU (kernels/dense.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
+// GPU (convolution_gpu.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
 // (cudnn/convolution_cudnn.cpp: algorithms picked when the layer is shaped, their workspace a
 // buffer of at most the context's cudnn_workspace_limit, shared by all layers). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
 // by image: im2col into one image's columns (cuda/convolution.cu), one gpu_gemm per group straight
@@ -44,14 +44,14 @@
 #include "cortado/filler.hpp"
 #include "cortado/im2col.hpp"
 #include "cortado/kernels/channel_sums.hpp"
-#include "cortado/kernels/dense.hpp"
-#include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
 #include "cpu_engine_choice.hpp"
 #include "conv_geometry.hpp"
-#include "scale_math.hpp"  // the bias gradient's sums
+#include "convolution_gpu.hpp"
+#include "onednn_engine.hpp"
+#include "scale_math.hpp"  // the GPU bias and its gradient's sums
 
 namespace cortado {
 
@@ -234,7 +234,7 @@ class ConvolutionLayer : public Layer {
           gpu_gemm(ctx_, Trans::kNo, Trans::kNo, mg, hw, kg, 1.0f, w + int64_t{g} * mg * kg,
                    col + int64_t{g} * kg * hw, 0.0f, y + int64_t{g} * mg * hw);
       }
-      if (bias) AddChannelBiasGpu(ctx_, num_, num_output_, hw, bias, top[i]->data());
+      if (bias) MapChannels(ctx_, {num_, num_output_, hw}, scale::ScaleBias{nullptr, bias}, top[i]->data(), top[i]->data());
     }
   }
 

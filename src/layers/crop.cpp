@@ -4,18 +4,18 @@
 // Forward: top[c] = bottom0[c + offset] for every top coordinate c. Backward: bottom 0's diff is the
 // top diff at c + offset and 0 elsewhere; bottom 1 only lends its shape (no gradient; its diff, if
 // asked for, is 0). A crop that does not fit inside bottom 0 is an Error naming both shapes.
-// GPU: one index-mapped copy (CropCopyGpu, cuda/shape_ops.cu), after zeroing bottom 0's diff.
+// The copy is an index-mapped ForEach over the top's elements (shape_ops_math.hpp, shared by both
+// devices); Backward zeroes bottom 0's diff first.
 #include "cortado/error.hpp"
-#include "cortado/kernels/shape_ops.hpp"
+#include "cortado/kernels/arithmetic.hpp"  // Constant
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "shape_ops_math.hpp"
 
 namespace cortado {
 
-class CropLayer : public Layer {
+class CropLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Crop"; }
   int ExactNumBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -50,54 +50,26 @@ class CropLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     Copy(*bottom[0], *top[0], bottom[0]->data(), top[0]->data(), false);
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (propagate_down.size() > 1 && propagate_down[1] && bottom[1]->has_diff())
-      cpu_set(bottom[1]->count(), 0.0f, bottom[1]->diff());
+      Map(ctx_, bottom[1]->count(), arithmetic::Constant{0.0f}, bottom[1]->diff());
     if (!propagate_down[0]) return;
-    cpu_set(bottom[0]->count(), 0.0f, bottom[0]->diff());
+    Map(ctx_, bottom[0]->count(), arithmetic::Constant{0.0f}, bottom[0]->diff());
     Copy(*bottom[0], *top[0], top[0]->diff(), bottom[0]->diff(), true);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    CropCopyGpu(ctx_, top[0]->num_axes(), top[0]->shape().data(), bottom[0]->shape().data(), offsets_.data(),
-                bottom[0]->data(), top[0]->data(), false);
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (propagate_down.size() > 1 && propagate_down[1] && bottom[1]->has_diff())
-      gpu_set(ctx_, bottom[1]->count(), 0.0f, bottom[1]->diff());
-    if (!propagate_down[0]) return;
-    gpu_set(ctx_, bottom[0]->count(), 0.0f, bottom[0]->diff());
-    CropCopyGpu(ctx_, top[0]->num_axes(), top[0]->shape().data(), bottom[0]->shape().data(), offsets_.data(),
-                top[0]->diff(), bottom[0]->diff(), true);
   }
 
  private:
   // Forward (backward false): cropped[c] = full[c + offset]; backward: full[c + offset] = cropped[c].
-  // Walks the top's coordinates like an odometer; src/dst are the full and cropped arrays' values.
-  void Copy(const Blob& full, const Blob& cropped, const float* src, float* dst, bool backward) const {
-    const int n = cropped.num_axes();
-    const int64_t count = cropped.count();
-    if (count == 0) return;
-    std::vector<int64_t> stride(n, 1);
-    for (int d = n - 2; d >= 0; --d) stride[d] = stride[d + 1] * full.shape(d + 1);
-    std::vector<int> c(n, 0);
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t b = 0;
-      for (int d = 0; d < n; ++d) b += (c[d] + offsets_[d]) * stride[d];
-      if (backward) {
-        dst[b] = src[i];
-      } else {
-        dst[i] = src[b];
-      }
-      for (int d = n - 1; d >= 0 && ++c[d] == cropped.shape(d); --d) c[d] = 0;
-    }
+  // src/dst are the full and cropped arrays' values (on the context's device).
+  void Copy(const Blob& full, const Blob& cropped, const float* src, float* dst, bool backward) {
+    ForEach(ctx_, cropped.count(),
+            shape_ops::CropCopy{shape_ops::MakeCropGeometry(cropped.num_axes(), cropped.shape().data(),
+                                                            full.shape().data(), offsets_.data()),
+                                src, dst, backward});
   }
 
   std::vector<int> offsets_;

@@ -14,7 +14,7 @@
 //   forward   col_g = W_gᵀ · x_g   (per group g: W_g is C/G × (M/G)·kh·kw),  y = col2im(col) + b
 //   backward  col = im2col(dy);  dW_g += x_g · col_gᵀ;  dx_g = W_g · col_g;  db[m] += Σ dy[·][m][·]
 // Several bottoms may be given (same shape); each gets its own top and shares the weights.
-// GPU: the same steps with gpu_gemm and Convolution's im2col/col2im kernels (kernels/dense.hpp),
+// GPU: the same steps with gpu_gemm and Convolution's im2col/col2im kernels (convolution_gpu.hpp),
 // one image's columns in a scratch buffer; engine is ignored (there is no cuDNN path).
 #include <glog/logging.h>
 
@@ -22,15 +22,15 @@
 #include <string>
 
 #include "conv_geometry.hpp"
+#include "convolution_gpu.hpp"  // Im2ColGpu, Col2ImGpu
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
 #include "cortado/im2col.hpp"
 #include "cortado/kernels/channel_sums.hpp"
-#include "cortado/kernels/dense.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
-#include "scale_math.hpp"  // the bias gradient's sums
+#include "scale_math.hpp"  // the GPU bias and its gradient's sums
 
 namespace cortado {
 
@@ -156,8 +156,8 @@ class DeconvolutionLayer : public Layer {
         Col2ImGpu(ctx_, col, geom_, top[i]->data() + n * OutputFloats());
       }
       if (bias_term_)
-        AddChannelBiasGpu(ctx_, num_, num_output_, int64_t{geom_.height} * geom_.width, blobs_[1]->data(),
-                          top[i]->data());
+        MapChannels(ctx_, {num_, num_output_, int64_t{geom_.height} * geom_.width},
+                    scale::ScaleBias{nullptr, blobs_[1]->data()}, top[i]->data(), top[i]->data());
     }
   }
 

@@ -1,25 +1,25 @@
 // dropout.cpp — Dropout (dropout_param.dropout_ratio r, default 0.5).
-// TRAIN: y = x · m / (1 − r), m ~ Bernoulli(1 − r) drawn afresh each Forward from the context's
-// RNG; Backward applies the same mask: dx = dy · m / (1 − r). TEST: y = x, dx = dy.
+// TRAIN: y = x · m / (1 − r), m ~ Bernoulli(1 − r) drawn afresh each Forward; Backward applies the
+// same mask: dx = dy · m / (1 − r). TEST: y = x, dx = dy.
 // The mask is kept, already scaled (0 or 1 / (1 − r)), in a scratch buffer. In place works too.
-// GPU: the mask comes from a counter-based hash of (seed, element index) in the kernel
-// (cuda/dropout.cu), the seed drawn from the context's RNG on the host before each step (PrepareStep)
-// and read by the kernel from the context's StepInputs, so a captured CUDA graph draws a new mask at
-// every replay — the same distribution as the CPU's, not the same numbers.
+// The mask comes from a counter-based hash of (seed, element index) on both devices (dropout_math.hpp),
+// so one seed gives one mask on either. The seed is drawn from the context's RNG: on the CPU at each
+// Forward; on the GPU on the host before each step (PrepareStep) and read by the kernel from the
+// context's StepInputs, so a captured CUDA graph draws a new mask at every replay.
 #include <cstdint>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/neuron.hpp"
+#include "cortado/kernels/arithmetic.hpp"  // Product
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "cortado/math_gpu.hpp"  // copy_on
 #include "cortado/step_inputs.hpp"
+#include "dropout_math.hpp"
 
 namespace cortado {
 
-class DropoutLayer : public NeuronLayer {
+class DropoutLayer : public EitherDevice<NeuronLayer> {
  public:
-  using NeuronLayer::NeuronLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Dropout"; }
   bool BackwardReadsBottomData(int) const override { return false; }  // the mask only
   bool BackwardReadsTopData(int) const override { return false; }
@@ -38,9 +38,7 @@ class DropoutLayer : public NeuronLayer {
 
   void PrepareStep() override {
     if (seed_slot_ < 0) return;
-    std::mt19937& rng = ctx_.rng();
-    const uint64_t high = rng();
-    StepInputsOf(ctx_).SetWord(seed_slot_, (high << 32) | rng());
+    StepInputsOf(ctx_).SetWord(seed_slot_, dropout::DrawSeed(ctx_.rng()));
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -49,57 +47,35 @@ class DropoutLayer : public NeuronLayer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     const int64_t n = bottom[0]->count();
     if (!mask_) {
-      if (y != x) cpu_copy(n, x, y);
+      copy_on(ctx_, n, bottom[0]->data(), top[0]->data());  // nothing when in place
       return;
     }
-    float* m = mask_->data();
-    std::mt19937& rng = ctx_.rng();
-    for (int64_t i = 0; i < n; ++i) m[i] = rng() >= threshold_ ? scale_ : 0.0f;
-    for (int64_t i = 0; i < n; ++i) y[i] = x[i] * m[i];
-  }
-
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    const int64_t n = top[0]->count();
-    if (!mask_) {
-      if (dx != dy) cpu_copy(n, dy, dx);
-      return;
+    const uint64_t* seed = &seed_host_;
+    if (ctx_.device() == Device::kGPU) {
+      seed = StepInputsOf(ctx_).device_word(seed_slot_);
+    } else {
+      seed_host_ = dropout::DrawSeed(ctx_.rng());
     }
-    const float* m = mask_->data();
-    for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * m[i];
+    ForEach(ctx_, n, dropout::Forward{seed, threshold_, scale_, bottom[0]->data(), mask_->data(), top[0]->data()});
   }
 
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t n = bottom[0]->count();
-    if (!mask_) {
-      gpu_copy(ctx_, n, bottom[0]->data(), top[0]->data());  // nothing when in place
-      return;
-    }
-    DropoutForwardGpu(ctx_, n, StepInputsOf(ctx_).device_word(seed_slot_), threshold_, scale_, bottom[0]->data(), mask_->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const int64_t n = top[0]->count();
     if (!mask_) {
-      gpu_copy(ctx_, n, top[0]->diff(), bottom[0]->diff());
+      copy_on(ctx_, n, top[0]->diff(), bottom[0]->diff());  // nothing when in place
       return;
     }
-    gpu_mul(ctx_, n, top[0]->diff(), mask_->data(), bottom[0]->diff());
+    Map(ctx_, n, arithmetic::Product{}, bottom[0]->diff(), top[0]->diff(), mask_->data());
   }
 
  private:
   Blob* mask_ = nullptr;
-  int seed_slot_ = -1;  // GPU, TRAIN: the seed's StepInputs slot
+  int seed_slot_ = -1;      // GPU, TRAIN: the seed's StepInputs slot
+  uint64_t seed_host_ = 0;  // CPU, TRAIN: the seed of the last Forward
   float scale_ = 2.0f;
   uint64_t threshold_ = 0;
 };

@@ -3,12 +3,13 @@
 // one-per-top shapes (`shape`, or the legacy num/channels/height/width, each 1 or one per top).
 // Every Forward refills the tops, drawing random fillers from the context's RNG.
 // GPU: constant fillers are a gpu_set; the others fill a host buffer with the same draws as the CPU
-// (so both devices give the same values from the same seed), copied to the top in stream order.
+// (so both devices give the same values from the same seed), copied to the top in stream order
+// (UploadAndWait, dummy_data_gpu.hpp).
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math_gpu.hpp"
+#include "dummy_data_gpu.hpp"
 
 namespace cortado {
 

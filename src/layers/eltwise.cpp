@@ -3,18 +3,18 @@
 //   PROD: y = Π_k x_k; dx_k = dy·Π_{j≠k} x_j (stable_prod_grad, the default) or dy·y/x_k.
 //   MAX:  y = max_k x_k; the winning bottom per element (the first on ties) is kept in a scratch
 //         mask, and dx_k = dy where bottom k won, else 0.
-// GPU: the same steps with math_gpu.hpp; MAX's comparison and gradient are kernels (cuda/eltwise.cu).
+// Every step is a functor (kernels/arithmetic.hpp's, eltwise_math.hpp's) run on either device.
 #include "cortado/error.hpp"
-#include "cortado/kernels/neuron.hpp"
+#include "cortado/kernels/arithmetic.hpp"
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "cortado/math_gpu.hpp"  // copy_on
+#include "eltwise_math.hpp"
 
 namespace cortado {
 
-class EltwiseLayer : public Layer {
+class EltwiseLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Eltwise"; }
   int MinBottomBlobs() const override { return 2; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -47,89 +47,30 @@ class EltwiseLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     const int64_t n = top[0]->count();
     float* y = top[0]->data();
     switch (op_) {
       case EltwiseParameter::PROD:
-        cpu_mul(n, bottom[0]->data(), bottom[1]->data(), y);
-        for (size_t k = 2; k < bottom.size(); ++k) cpu_mul(n, y, bottom[k]->data(), y);
+        Map(ctx_, n, arithmetic::Product{}, y, bottom[0]->data(), bottom[1]->data());
+        for (size_t k = 2; k < bottom.size(); ++k) Map(ctx_, n, arithmetic::Product{}, y, y, bottom[k]->data());
         break;
       case EltwiseParameter::SUM:
-        cpu_scale(n, coeff_[0], bottom[0]->data(), y);
-        for (size_t k = 1; k < bottom.size(); ++k) cpu_axpy(n, coeff_[k], bottom[k]->data(), y);
+        Map(ctx_, n, arithmetic::Scaled{coeff_[0]}, y, bottom[0]->data());
+        for (size_t k = 1; k < bottom.size(); ++k) Map(ctx_, n, eltwise::AddScaled{coeff_[k]}, y, bottom[k]->data(), y);
         break;
       case EltwiseParameter::MAX: {
         float* mask = mask_->data();  // index of the winning bottom, stored as a float
-        cpu_copy(n, bottom[0]->data(), y);
-        cpu_set(n, 0.0f, mask);
-        for (size_t k = 1; k < bottom.size(); ++k) {
-          const float* x = bottom[k]->data();
-          for (int64_t i = 0; i < n; ++i)
-            if (x[i] > y[i]) {
-              y[i] = x[i];
-              mask[i] = static_cast<float>(k);
-            }
-        }
-        break;
-      }
-    }
-  }
-
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    const int64_t n = top[0]->count();
-    const float* dy = top[0]->diff();
-    for (size_t k = 0; k < bottom.size(); ++k) {
-      if (!propagate_down[k]) continue;
-      float* dx = bottom[k]->diff();
-      switch (op_) {
-        case EltwiseParameter::PROD:
-          if (param_.eltwise_param().stable_prod_grad()) {
-            cpu_copy(n, dy, dx);
-            for (size_t j = 0; j < bottom.size(); ++j)
-              if (j != k) cpu_mul(n, dx, bottom[j]->data(), dx);
-          } else {
-            cpu_div(n, top[0]->data(), bottom[k]->data(), dx);
-            cpu_mul(n, dx, dy, dx);
-          }
-          break;
-        case EltwiseParameter::SUM:
-          cpu_scale(n, coeff_[k], dy, dx);
-          break;
-        case EltwiseParameter::MAX: {
-          const float* mask = mask_->data();
-          const float me = static_cast<float>(k);
-          for (int64_t i = 0; i < n; ++i) dx[i] = mask[i] == me ? dy[i] : 0.0f;
-          break;
-        }
-      }
-    }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t n = top[0]->count();
-    float* y = top[0]->data();
-    switch (op_) {
-      case EltwiseParameter::PROD:
-        gpu_mul(ctx_, n, bottom[0]->data(), bottom[1]->data(), y);
-        for (size_t k = 2; k < bottom.size(); ++k) gpu_mul(ctx_, n, y, bottom[k]->data(), y);
-        break;
-      case EltwiseParameter::SUM:
-        gpu_scale(ctx_, n, coeff_[0], bottom[0]->data(), y);
-        for (size_t k = 1; k < bottom.size(); ++k) gpu_axpy(ctx_, n, coeff_[k], bottom[k]->data(), y);
-        break;
-      case EltwiseParameter::MAX:
-        gpu_copy(ctx_, n, bottom[0]->data(), y);
-        gpu_set(ctx_, n, 0.0f, mask_->data());
+        copy_on(ctx_, n, bottom[0]->data(), y);
+        Map(ctx_, n, arithmetic::Constant{0.0f}, mask);
         for (size_t k = 1; k < bottom.size(); ++k)
-          EltwiseMaxStepGpu(ctx_, n, bottom[k]->data(), static_cast<int>(k), y, mask_->data());
+          ForEach(ctx_, n, eltwise::MaxStep{static_cast<float>(k), bottom[k]->data(), y, mask});
         break;
+      }
     }
   }
 
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     const int64_t n = top[0]->count();
     const float* dy = top[0]->diff();
     for (size_t k = 0; k < bottom.size(); ++k) {
@@ -138,19 +79,19 @@ class EltwiseLayer : public Layer {
       switch (op_) {
         case EltwiseParameter::PROD:
           if (param_.eltwise_param().stable_prod_grad()) {
-            gpu_copy(ctx_, n, dy, dx);
+            copy_on(ctx_, n, dy, dx);
             for (size_t j = 0; j < bottom.size(); ++j)
-              if (j != k) gpu_mul(ctx_, n, dx, bottom[j]->data(), dx);
+              if (j != k) Map(ctx_, n, arithmetic::Product{}, dx, dx, bottom[j]->data());
           } else {
-            gpu_div(ctx_, n, top[0]->data(), bottom[k]->data(), dx);
-            gpu_mul(ctx_, n, dx, dy, dx);
+            Map(ctx_, n, arithmetic::Quotient{}, dx, top[0]->data(), bottom[k]->data());
+            Map(ctx_, n, arithmetic::Product{}, dx, dx, dy);
           }
           break;
         case EltwiseParameter::SUM:
-          gpu_scale(ctx_, n, coeff_[k], dy, dx);
+          Map(ctx_, n, arithmetic::Scaled{coeff_[k]}, dx, dy);
           break;
         case EltwiseParameter::MAX:
-          EltwiseMaxBackwardGpu(ctx_, n, mask_->data(), static_cast<int>(k), dy, dx);
+          Map(ctx_, n, eltwise::MaxBackward{static_cast<float>(k)}, dx, mask_->data(), dy);
           break;
       }
     }

@@ -6,16 +6,16 @@
 //   dW[x_i, :] += dy[i, :]  (repeated indices add up),  db += Σ_i dy[i, :];  the indices get none.
 // An index that is not an integer in [0, input_dim) is an error naming the layer (Caffe checks this
 // only in debug builds); a request for the gradient of the indices is an error, as in Caffe.
-// GPU: kernels/zoo.hpp (cuda/embed.cu): one gather kernel that also marks a bad index in a device word
+// GPU: embed_gpu.hpp (cuda/embed.cu): one gather kernel that also marks a bad index in a device word
 // read back at the end of Forward (as SoftmaxWithLoss checks labels), an atomicAdd scatter for dW, and
 // gpu_gemv with a vector of ones for db.
 #include <cmath>
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math_gpu.hpp"
+#include "embed_gpu.hpp"
 
 namespace cortado {
 

@@ -10,14 +10,14 @@
 // selected gives empty tops, as in Caffe (whose backward would then divide by zero; here it writes
 // zeros). Not in place.
 // GPU: the selector is read back to the host (the tops' shape depends on it: the forward pass waits
-// for it), the row maps go back to the device in one copy, and kernels/zoo.hpp (cuda/filter.cu)
+// for it), the row maps go back to the device in one copy, and filter_gpu.hpp (cuda/filter.cu)
 // gathers and scatters rows.
 #include <algorithm>
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
+#include "filter_gpu.hpp"
 
 namespace cortado {
 

@@ -6,11 +6,10 @@
 //   L2:           loss = Σ m_ij² / N;   dx_ij = ±2·m_ij · dloss / N
 // where ± is − at the label and + elsewhere. hinge_loss_param: norm (L1 | L2). A label outside
 // [0, dim) is an error; labels get no gradient.
-// GPU: kernels/loss.hpp (cuda/losses.cu), which write the loss on the device; the forward pass waits
-// only to check the labels, as SoftmaxWithLoss's does.
-#include <algorithm>
-
+// The arithmetic is losses_math.hpp's, on either device: the loss top is written where the context
+// lives; the forward pass waits only to check the labels, as SoftmaxWithLoss's does.
 #include "cortado/layer_registry.hpp"
+#include "losses_math.hpp"
 #include "sample_label_loss.hpp"
 
 namespace cortado {
@@ -26,51 +25,23 @@ class HingeLossLayer : public SampleLabelLoss {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    float* work = work_->data();
     const float* label = bottom[1]->data();
-    double loss = 0;
-    for (int64_t i = 0; i < num_; ++i) {
-      const int l = LabelOf(label[i]);
-      if (l < 0 || l >= dim_) FailBadLabelAt(label[i], i);
-      for (int64_t j = 0; j < dim_; ++j) {
-        const float m = std::max(0.0f, 1.0f + (j == l ? -x[i * dim_ + j] : x[i * dim_ + j]));
-        loss += l2_ ? m * m : m;
-      }
-    }
-    top[0]->data()[0] = static_cast<float>(loss / std::max<int64_t>(num_, 1));
-  }
-
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    // Labels have no gradient; a request for one (propagate_down[1]) is ignored.
-    if (!propagate_down[0]) return;
-    const float* x = bottom[0]->data();
-    const float* label = bottom[1]->data();
-    float* dx = bottom[0]->diff();
-    const float scale = top[0]->diff()[0] / static_cast<float>(num_);
-    for (int64_t i = 0; i < num_; ++i) {
-      const int l = LabelOf(label[i]);
-      for (int64_t j = 0; j < dim_; ++j) {
-        const float m = std::max(0.0f, 1.0f + (j == l ? -x[i * dim_ + j] : x[i * dim_ + j]));
-        const float g = l2_ ? 2.0f * m : (m > 0.0f ? 1.0f : 0.0f);
-        dx[i * dim_ + j] = (j == l ? -scale : scale) * g;
-      }
-    }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    ForEach(ctx_, 1, loss::ClearFlag{loss::FlagOf(work)});
+    loss::SumLoss(ctx_, num_, work, loss::HingeTerm{bottom[0]->data(), label, loss::FlagOf(work), dim_, l2_}, false,
+                  static_cast<double>(num_), top[0]->data());
     float bad_label = 0;
-    const int64_t at = HingeLossForwardGpu(ctx_, num_, dim_, bottom[0]->data(), bottom[1]->data(), l2_,
-                                           work_->data(), top[0]->data(), BadLabelOut(&bad_label));
+    const int64_t at = loss::FirstFlagged(ctx_, work, label, BadLabelOut(&bad_label));
     if (at >= 0) FailBadLabelAt(bad_label, at);
   }
 
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    // Labels have no gradient; a request for one (propagate_down[1]) is ignored.
     if (!propagate_down[0]) return;
-    HingeLossBackwardGpu(ctx_, num_, dim_, bottom[0]->data(), bottom[1]->data(), l2_, top[0]->diff(),
-                         bottom[0]->diff());
+    ForEach(ctx_, num_ * dim_,
+            loss::HingeBackward{bottom[0]->data(), bottom[1]->data(), top[0]->diff(), work_->data(), bottom[0]->diff(),
+                                dim_, l2_});
   }
 
  private:

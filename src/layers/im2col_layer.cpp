@@ -19,10 +19,10 @@
 #include <string>
 #include <vector>
 
+#include "convolution_gpu.hpp"  // Im2ColGpu, Col2ImGpu
 #include "cortado/error.hpp"
-#include "cortado/gpu.hpp"            // BuiltWithCuda
-#include "cortado/im2col.hpp"         // ConvGeometry, Im2Col, Col2Im
-#include "cortado/kernels/dense.hpp"  // Im2ColGpu, Col2ImGpu
+#include "cortado/gpu.hpp"       // BuiltWithCuda
+#include "cortado/im2col.hpp"    // ConvGeometry, Im2Col, Col2Im
 #include "cortado/layer_registry.hpp"
 
 namespace cortado {

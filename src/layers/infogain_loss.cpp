@@ -10,26 +10,26 @@
 // deprecated loss_param.normalize here, and so does this layer. A label outside [0, K) is the loss
 // layers' one-line error. Labels and H get no gradient (a request for one is ignored, as the other loss
 // layers here do).
-// GPU: the inner Softmax's kernels, then kernels/zoo.hpp (cuda/infogain_loss.cu), which keep the
-// normalizer on the device and flag a bad label for the host to report as the CPU does. H from a file
-// is copied to the device once, at the first forward pass.
-#include <algorithm>
-#include <cmath>
+// The arithmetic is softmax_math.hpp's, on either device: the loss and its count summed by Total
+// (loss_math.hpp), the normalizer kept in the work blob for the backward pass, and a bad label flagged
+// for the one-line error (the GPU waits for that check unless the labels were checked upstream). H from
+// a file and its row sums are made ready once, at the first forward pass (H copied to the device in
+// GPU nets); H as a bottom has its row sums taken in every Backward.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cortado/error.hpp"
 #include "cortado/io.hpp"
-#include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
 #include "softmax_loss_base.hpp"
+#include "softmax_math.hpp"
 
 namespace cortado {
 
-class InfogainLossLayer : public SoftmaxLossBase {
+class InfogainLossLayer : public EitherDevice<SoftmaxLossBase> {
  public:
-  using SoftmaxLossBase::SoftmaxLossBase;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "InfogainLoss"; }
   int ExactNumBottomBlobs() const override { return -1; }
   int MinBottomBlobs() const override { return 2; }
@@ -42,12 +42,9 @@ class InfogainLossLayer : public SoftmaxLossBase {
     CORTADO_REQUIRE(!lp.has_normalize(), Describe(), ": loss_param.normalize is deprecated; use normalization");
     if (bottom.size() < 3) ReadInfogainMatrix();
     SetUpSoftmax(bottom, top, param_.infogain_loss_param().axis());
-    if (ctx_.device() == Device::kGPU) {
-      work_ = AddStepScratch();  // the normalizer from Forward to Backward
-      // H from a file and its row sums are uploaded once; H as a bottom is summed in every Backward.
-      row_sums_dev_ = bottom.size() < 3 ? AddScratch() : AddStepScratch();
-      if (bottom.size() < 3) h_dev_ = AddScratch();
-    }
+    // H from a file and its row sums are made once; H as a bottom is summed in every Backward.
+    row_sums_ = bottom.size() < 3 ? AddScratch() : AddCallScratch();
+    if (bottom.size() < 3 && ctx_.device() == Device::kGPU) h_dev_ = AddScratch();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -58,80 +55,30 @@ class InfogainLossLayer : public SoftmaxLossBase {
                     bottom.size() > 2 ? "bottom 2 is " + bottom[2]->shape_string()
                                       : "'" + param_.infogain_loss_param().source() + "' holds " +
                                             std::to_string(h_count) + " values");
-    row_sums_.assign(static_cast<size_t>(channels_), 0.0f);
-    if (bottom.size() < 3) RowSums(h_.data(), row_sums_.data());  // H will not change: once
-    if (work_) work_->Reshape(std::vector<int>{static_cast<int>(kInfogainWorkFloats)});
-    if (row_sums_dev_) row_sums_dev_->Reshape(std::vector<int>{static_cast<int>(channels_)});
+    row_sums_->Reshape(std::vector<int>{static_cast<int>(channels_)});
     if (h_dev_) h_dev_->Reshape(std::vector<int>{static_cast<int>(h_count)});
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    ReadyFileH(bottom);
     ForwardSoftmax(bottom);
-    const float* p = prob_->data();
-    const float* label = bottom[1]->data();
-    const float* h = H(bottom);
-    double loss = 0;
-    int64_t valid = 0;
-    for (int64_t i = 0; i < outer_; ++i) {
-      for (int64_t j = 0; j < inner_; ++j) {
-        const int64_t at = i * inner_ + j;
-        const int l = LabelOf(label[at]);
-        if (has_ignore_label_ && l == ignore_label_) continue;
-        if (l < 0 || l >= channels_) FailBadLabelAt(label[at], at);
-        for (int64_t c = 0; c < channels_; ++c)
-          loss -= static_cast<double>(h[l * channels_ + c]) *
-                  std::log(std::max(p[(i * channels_ + c) * inner_ + j], kInfogainLogThreshold));
-        ++valid;
-      }
-    }
-    valid_count_ = valid;
-    top[0]->data()[0] = static_cast<float>(loss / Normalizer());
+    float* work = work_->data();
+    ForEach(ctx_, 1, loss::ClearFlag{loss::FlagOf(work)});
+    loss::SumLoss(ctx_, outer_ * inner_, work,
+                  softmax::InfogainTerm{Labels(bottom), prob_->data(), H(bottom), loss::FlagOf(work)},
+                  normalization_ == LossParameter::VALID, FixedNormalizer(), top[0]->data());
+    FailOnFlaggedLabel(bottom);
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    const float* p = prob_->data();
-    const float* label = bottom[1]->data();
-    const float* h = H(bottom);
-    if (bottom.size() > 2) RowSums(h, row_sums_.data());  // H is a bottom and may change: every time
-    float* dx = bottom[0]->diff();
-    const float scale = top[0]->diff()[0] / static_cast<float>(Normalizer());
-    for (int64_t i = 0; i < outer_; ++i) {
-      for (int64_t j = 0; j < inner_; ++j) {
-        const int l = LabelOf(label[i * inner_ + j]);
-        const bool ignored = has_ignore_label_ && l == ignore_label_;
-        for (int64_t c = 0; c < channels_; ++c) {
-          const int64_t k = (i * channels_ + c) * inner_ + j;
-          dx[k] = ignored ? 0.0f : scale * (p[k] * row_sums_[l] - h[l * channels_ + c]);
-        }
-      }
-    }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    if (h_dev_ && !h_uploaded_) {  // H from a file: to the device once
-      h_dev_->WriteData(h_);
-      row_sums_dev_->WriteData(row_sums_);
-      h_uploaded_ = true;
-    }
-    ForwardSoftmax(bottom);
-    float bad_label = 0;
-    const int64_t at = InfogainLossForwardGpu(ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(),
-                                              HDev(bottom), has_ignore_label_, ignore_label_,
-                                              normalization_ == LossParameter::VALID, FixedNormalizer(),
-                                              work_->data(), top[0]->data(), BadLabelOut(&bad_label));
-    if (at >= 0) FailBadLabelAt(bad_label, at);
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    if (bottom.size() > 2) InfogainRowSumsGpu(ctx_, channels_, bottom[2]->data(), row_sums_dev_->data());
-    InfogainLossBackwardGpu(ctx_, outer_, channels_, inner_, prob_->data(), bottom[1]->data(), HDev(bottom),
-                            row_sums_dev_->data(), has_ignore_label_, ignore_label_, top[0]->diff(), work_->data(),
-                            bottom[0]->diff());
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    if (!propagate_down[0] || channels_ == 0) return;
+    ReadyFileH(bottom);
+    if (bottom.size() > 2) SumRows(H(bottom));  // H is a bottom and may change: every time
+    ForEach(ctx_, outer_ * inner_,
+            softmax::InfogainGrad{Labels(bottom), prob_->data(), H(bottom), row_sums_->data(), top[0]->diff(),
+                                  work_->data(), bottom[0]->diff()},
+            channels_);
   }
 
  private:
@@ -157,24 +104,32 @@ class InfogainLossLayer : public SoftmaxLossBase {
     }
   }
 
-  // Σ_c H[r, c] per row r, in float in increasing c (Caffe's sum_rows_of_H).
-  void RowSums(const float* h, float* sums) const {
-    for (int64_t r = 0; r < channels_; ++r) {
-      float sum = 0;
-      for (int64_t c = 0; c < channels_; ++c) sum += h[r * channels_ + c];
-      sums[r] = sum;
-    }
+  // H from a file: copied to the device (GPU nets) and summed by rows, once (the scratch memory is
+  // bound after Reshape, so at the first pass).
+  void ReadyFileH(const BlobVec& bottom) {
+    if (bottom.size() > 2 || h_ready_) return;
+    if (h_dev_) h_dev_->WriteData(h_);
+    SumRows(H(bottom));
+    h_ready_ = true;
   }
 
-  const float* H(const BlobVec& bottom) const { return bottom.size() > 2 ? bottom[2]->data() : h_.data(); }
-  const float* HDev(const BlobVec& bottom) const { return bottom.size() > 2 ? bottom[2]->data() : h_dev_->data(); }
+  // row_sums_[r] = Σ_c H[r, c] (softmax::RowSums), where the context lives.
+  void SumRows(const float* h) {
+    ForEach(ctx_, channels_, softmax::RowSums{channels_, h, row_sums_->data()}, channels_);
+  }
 
-  std::vector<float> h_;         // H from infogain_param.source (host)
-  std::vector<float> row_sums_;  // CPU nets: H's row sums
-  Blob* h_dev_ = nullptr;        // GPU nets with H from a file: H on the device
-  Blob* row_sums_dev_ = nullptr; // GPU nets: H's row sums on the device
-  Blob* work_ = nullptr;         // GPU nets: the kernels' partial sums, normalizer and bad-label flag
-  bool h_uploaded_ = false;
+  softmax::Labels Labels(const BlobVec& bottom) const {
+    return {channels_, inner_, bottom[1]->data(), has_ignore_label_, ignore_label_};
+  }
+  // H where the context lives: the third bottom, else H from the file (its device copy in GPU nets).
+  const float* H(const BlobVec& bottom) const {
+    return bottom.size() > 2 ? bottom[2]->data() : h_dev_ ? h_dev_->data() : h_.data();
+  }
+
+  std::vector<float> h_;      // H from infogain_param.source (host)
+  Blob* h_dev_ = nullptr;     // GPU nets with H from a file: H on the device
+  Blob* row_sums_ = nullptr;  // H's row sums, where the context lives
+  bool h_ready_ = false;      // H from a file: copied to the device and summed
 };
 
 CORTADO_REGISTER_LAYER(InfogainLoss, InfogainLossLayer);

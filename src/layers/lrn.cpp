@@ -13,10 +13,10 @@
 //   dx = dy · scale^(−beta) − 2 · beta · (alpha / n or alpha / n²) · x · Σ_window dy · y / scale.
 // The scale is a scratch buffer kept from Forward for Backward. Not in place (Backward reads x and y).
 // Each element sums its own window in float, in increasing index order (OpenMP over elements).
-// CPU engines: those loops, or oneDNN's LRN primitives (kernels/onednn.hpp; the scale is then oneDNN's
+// CPU engines: those loops, or oneDNN's LRN primitives (onednn_engine.hpp; the scale is then oneDNN's
 // workspace, kept in the same scratch), chosen as Convolution's are: engine CAFFE, engine ONEDNN, else
 // the CPU engine setting, which leaves it to timing (cpu_engine_choice.hpp). They agree up to rounding.
-// GPU: the same per-element window sums as kernels (cuda/lrn.cu).
+// GPU: the same per-element window sums as kernels (cuda/lrn.cu, lrn_gpu.hpp).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -26,10 +26,10 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/norm.hpp"
-#include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cpu_engine_choice.hpp"
+#include "lrn_gpu.hpp"
+#include "onednn_engine.hpp"
 
 namespace cortado {
 

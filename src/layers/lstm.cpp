@@ -9,6 +9,7 @@
 // Backward (through time, within the batch): LSTMUnit's backward at each step from dh_t (the top's
 // gradient plus cont_{t+1}·(dgates_{t+1}·W_hc)) and dc_t (from step t+1; zero at T);
 // dW_hc += Σ_t dgates_tᵀ·(cont_t·h_{t−1}); then the input transform's gradients from dgates.
+// Written once for both devices through RecurrentMath; LSTMUnit's step is recurrent_math.hpp's.
 #include "recurrent.hpp"
 
 #include "cortado/layer_registry.hpp"

@@ -5,59 +5,16 @@
 //   dx = [dc̃·g·i(1−i),  dc̃·cont·c_prev·f(1−f),  dh·tanh(c)·o(1−o),  dc̃·i·(1−g²)]
 // (Caffe's GPU formulas; its CPU code uses (cont·f)(1 − cont·f) for f', the same for cont ∈ {0, 1}).
 // No gradient reaches cont. No parameters.
-#include <cmath>
-
+// The arithmetic is recurrent_math.hpp's, shared by both devices (and by the LSTM layer).
 #include "cortado/error.hpp"
-#include "cortado/kernels/recurrent.hpp"
 #include "cortado/layer_registry.hpp"
-#include "recurrent.hpp"
+#include "recurrent_math.hpp"
 
 namespace cortado {
 
-namespace {
-inline float Sigmoid(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-}  // namespace
-
-void LstmUnitForwardCpu(int n, int d, const float* c_prev, const float* x, const float* cont, float* c,
-                        float* h) {
-  for (int s = 0; s < n; ++s) {
-    const float* xs = x + 4 * static_cast<int64_t>(d) * s;
-    const int64_t row = static_cast<int64_t>(d) * s;
-    for (int j = 0; j < d; ++j) {
-      const float i = Sigmoid(xs[j]), f = Sigmoid(xs[d + j]), o = Sigmoid(xs[2 * d + j]);
-      const float g = std::tanh(xs[3 * d + j]);
-      const float cv = cont[s] * f * c_prev[row + j] + i * g;
-      c[row + j] = cv;
-      h[row + j] = o * std::tanh(cv);
-    }
-  }
-}
-
-void LstmUnitBackwardCpu(int n, int d, const float* c_prev, const float* x, const float* cont, const float* c,
-                         const float* dc, const float* dh, float* dc_prev, float* dx) {
-  for (int s = 0; s < n; ++s) {
-    const float* xs = x + 4 * static_cast<int64_t>(d) * s;
-    float* dxs = dx ? dx + 4 * static_cast<int64_t>(d) * s : nullptr;
-    const int64_t row = static_cast<int64_t>(d) * s;
-    for (int j = 0; j < d; ++j) {
-      const float i = Sigmoid(xs[j]), f = Sigmoid(xs[d + j]), o = Sigmoid(xs[2 * d + j]);
-      const float g = std::tanh(xs[3 * d + j]);
-      const float tanh_c = std::tanh(c[row + j]);
-      const float dc_term = dc[row + j] + dh[row + j] * o * (1.0f - tanh_c * tanh_c);
-      if (dc_prev) dc_prev[row + j] = cont[s] * f * dc_term;
-      if (dxs) {
-        dxs[j] = dc_term * g * i * (1.0f - i);
-        dxs[d + j] = dc_term * cont[s] * c_prev[row + j] * f * (1.0f - f);
-        dxs[2 * d + j] = dh[row + j] * tanh_c * o * (1.0f - o);
-        dxs[3 * d + j] = dc_term * i * (1.0f - g * g);
-      }
-    }
-  }
-}
-
-class LSTMUnitLayer : public Layer {
+class LSTMUnitLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "LSTMUnit"; }
   int ExactNumBottomBlobs() const override { return 3; }
   int ExactNumTopBlobs() const override { return 2; }
@@ -85,28 +42,17 @@ class LSTMUnitLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    LstmUnitForwardCpu(n_, d_, bottom[0]->data(), bottom[1]->data(), bottom[2]->data(), top[0]->data(),
-                       top[1]->data());
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    recurrent::LstmUnitForward(ctx_, n_, d_, bottom[0]->data(), bottom[1]->data(), bottom[2]->data(), top[0]->data(),
+                               top[1]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0] && !propagate_down[1]) return;
-    LstmUnitBackwardCpu(n_, d_, bottom[0]->data(), bottom[1]->data(), bottom[2]->data(), top[0]->data(),
-                        top[0]->diff(), top[1]->diff(), propagate_down[0] ? bottom[0]->diff() : nullptr,
-                        propagate_down[1] ? bottom[1]->diff() : nullptr);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    LstmUnitForwardGpu(ctx_, n_, d_, bottom[0]->data(), bottom[1]->data(), bottom[2]->data(), top[0]->data(),
-                       top[1]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    if (!propagate_down[0] && !propagate_down[1]) return;
-    LstmUnitBackwardGpu(ctx_, n_, d_, bottom[0]->data(), bottom[1]->data(), bottom[2]->data(), top[0]->data(),
-                        top[0]->diff(), top[1]->diff(), propagate_down[0] ? bottom[0]->diff() : nullptr,
-                        propagate_down[1] ? bottom[1]->diff() : nullptr);
+    recurrent::LstmUnitBackward(ctx_, n_, d_, bottom[0]->data(), bottom[1]->data(), bottom[2]->data(),
+                                top[0]->data(), top[0]->diff(), top[1]->diff(),
+                                propagate_down[0] ? bottom[0]->diff() : nullptr,
+                                propagate_down[1] ? bottom[1]->diff() : nullptr);
   }
 
  private:

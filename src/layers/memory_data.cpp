@@ -1,6 +1,6 @@
 // memory_data.cpp — MemoryData (memory_data.hpp): batches from the caller's arrays, in order, wrapping
 // around. The CPU copies each batch with memcpy; a GPU net uploads it on the compute stream and waits
-// (UploadAndWait, the DummyData helper: kernels/neuron.hpp), its labels checked on the host first.
+// (UploadAndWait, the DummyData helper: dummy_data_gpu.hpp), its labels checked on the host first.
 #include "cortado/memory_data.hpp"
 
 #include <glog/logging.h>
@@ -10,10 +10,10 @@
 #include <string>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/neuron.hpp"  // UploadAndWait
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "dummy_data_gpu.hpp"  // UploadAndWait
 
 namespace cortado {
 

@@ -9,18 +9,19 @@
 // (Caffe's gradient treats s + eps as s, which differs from the exact one by a factor of order eps.)
 // The top has Caffe's legacy 4-D shape (num, channels, height, width): a 2-D bottom (N, C) gives
 // (N, C, 1, 1), as in Caffe. In place is allowed. Sums run in double on both devices.
-// GPU: kernels/zoo.hpp (cuda/mvn.cu), one block per row.
-#include <cmath>
-
+// The arithmetic is mvn_math.hpp's, shared by both devices: the row sums by RowSums (row_sums.hpp: in
+// order per row on the CPU, in chunks on the GPU, whose scratch is a workspace), the element-wise steps
+// by MapChannels over the rows.
 #include "cortado/error.hpp"
-#include "cortado/kernels/zoo.hpp"
 #include "cortado/layer_registry.hpp"
+#include "mvn_math.hpp"
+#include "row_sums.hpp"
 
 namespace cortado {
 
-class MVNLayer : public Layer {
+class MVNLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "MVN"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -34,6 +35,8 @@ class MVNLayer : public Layer {
     across_channels_ = p.across_channels();
     eps_ = p.eps();
     scale_ = AddStepScratch();
+    stats_ = AddCallScratch();
+    if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -44,72 +47,48 @@ class MVNLayer : public Layer {
     dim_ = rows_ > 0 ? x.count() / rows_ : 0;
     top[0]->Reshape(std::vector<int>{x.num(), x.channels(), x.height(), x.width()});
     scale_->Reshape(std::vector<int>{static_cast<int>(rows_)});
+    stats_->Reshape(std::vector<int>{static_cast<int>(2 * rows_)});
+    if (partials_) partials_->Reshape(std::vector<int>{RowSumScratchFloats(rows_, mvn::GradSums::kSums)});
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     const float* x = bottom[0]->data();
     float* y = top[0]->data();
-    float* scale = scale_->data();
-    for (int64_t r = 0; r < rows_; ++r) {
-      const float* xr = x + r * dim_;
-      float* yr = y + r * dim_;
-      double sum = 0;
-      for (int64_t i = 0; i < dim_; ++i) sum += xr[i];
-      const float mean = static_cast<float>(sum / dim_);
-      for (int64_t i = 0; i < dim_; ++i) yr[i] = xr[i] - mean;
-      if (!normalize_variance_) continue;
-      double sq = 0;
-      for (int64_t i = 0; i < dim_; ++i) sq += static_cast<double>(yr[i]) * yr[i];
-      const float s = std::sqrt(static_cast<float>(sq / dim_)) + eps_;
-      scale[r] = s;
-      for (int64_t i = 0; i < dim_; ++i) yr[i] /= s;
-    }
+    float* stats = stats_->data();
+    float* partials = partials_ ? partials_->data() : nullptr;
+    const ChannelLayout rows = RowLayout(rows_, dim_);
+    RowSums(ctx_, rows_, dim_, partials, mvn::SumOfX{x}, mvn::StoreMean{dim_, stats});
+    MapChannels(ctx_, rows, mvn::Center{stats}, y, x);
+    if (!normalize_variance_) return;
+    RowSums(ctx_, rows_, dim_, partials, mvn::SumOfSquares{y}, mvn::StoreScale{dim_, eps_, scale_->data()});
+    MapChannels(ctx_, rows, mvn::Normalize{scale_->data()}, y, y);
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const float* y = top[0]->data();
     const float* dy = top[0]->diff();
-    const float* scale = scale_->data();
     float* dx = bottom[0]->diff();
-    for (int64_t r = 0; r < rows_; ++r) {
-      const float* yr = y + r * dim_;
-      const float* dyr = dy + r * dim_;
-      float* dxr = dx + r * dim_;
-      double sum_dy = 0, sum_ydy = 0;
-      for (int64_t i = 0; i < dim_; ++i) {
-        sum_dy += dyr[i];
-        if (normalize_variance_) sum_ydy += static_cast<double>(yr[i]) * dyr[i];
-      }
-      if (normalize_variance_) {
-        const float a = static_cast<float>(sum_ydy), b = static_cast<float>(sum_dy);
-        const float inv_dim = static_cast<float>(1.0 / dim_);
-        for (int64_t i = 0; i < dim_; ++i) dxr[i] = (dyr[i] - inv_dim * (a * yr[i] + b)) / scale[r];
-      } else {
-        const float mean = static_cast<float>(sum_dy / dim_);
-        for (int64_t i = 0; i < dim_; ++i) dxr[i] = dyr[i] - mean;
-      }
+    float* stats = stats_->data();
+    RowSums(ctx_, rows_, dim_, partials_ ? partials_->data() : nullptr, mvn::GradSums{normalize_variance_, y, dy},
+            mvn::StoreGradSums{normalize_variance_, dim_, stats});
+    const ChannelLayout rows = RowLayout(rows_, dim_);
+    if (normalize_variance_) {
+      const float inv_dim = static_cast<float>(1.0 / dim_);
+      MapChannels(ctx_, rows, mvn::NormalizedGrad{inv_dim, stats, scale_->data()}, dx, dy, y);
+    } else {  // y is not read
+      MapChannels(ctx_, rows, mvn::CenteredGrad{stats}, dx, dy);
     }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    MVNForwardGpu(ctx_, rows_, dim_, normalize_variance_, eps_, bottom[0]->data(), top[0]->data(), scale_->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    MVNBackwardGpu(ctx_, rows_, dim_, normalize_variance_, top[0]->data(), top[0]->diff(), scale_->data(),
-                   bottom[0]->diff());
   }
 
  private:
   bool normalize_variance_ = true, across_channels_ = false;
   float eps_ = 1e-9f;
   int64_t rows_ = 0, dim_ = 0;
-  Blob* scale_ = nullptr;  // per row: sqrt(variance) + eps, kept for Backward
+  Blob* scale_ = nullptr;     // per row: sqrt(variance) + eps, kept for Backward
+  Blob* stats_ = nullptr;     // per row, within a call: 2 floats (mvn_math.hpp)
+  Blob* partials_ = nullptr;  // GPU: the row sums' chunk partials
 };
 
 CORTADO_REGISTER_LAYER(MVN, MVNLayer);

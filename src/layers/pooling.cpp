@@ -20,14 +20,14 @@
 //     Caffe runs STOCHASTIC on the GPU only; both devices here share the window arithmetic
 //     (pooling_math.hpp), so they draw the same samples.
 // A window left empty (possible only without padding when stride > kernel) gives y = 0.
-// CPU engines: Cortado's loops (OpenMP over the planes), or oneDNN's primitives (kernels/onednn.hpp)
+// CPU engines: Cortado's loops (OpenMP over the planes), or oneDNN's primitives (onednn_engine.hpp)
 // for MAX with no mask top (the argmaxes are oneDNN's own workspace, kept in the mask scratch) and for
 // AVE where no window is cut by the padded border (there oneDNN's divisor, the kernel's size, is
 // Caffe's). Chosen as Convolution's are: engine CAFFE, engine ONEDNN, else the CPU engine setting,
 // which leaves it to timing (cpu_engine_choice.hpp). The two compute the same maxima, and sums alike up
 // to rounding.
-// GPU: kernels/dense.hpp (pooling.cu), the same windows and arithmetic (pooling_math.hpp): forward
-// equals the CPU's bit for bit (STOCHASTIC's TEST values up to rounding).
+// GPU: cuda/pooling.cu (its launchers at the end of pooling_math.hpp), the same windows and arithmetic:
+// forward equals the CPU's bit for bit (STOCHASTIC's TEST values up to rounding).
 #include <glog/logging.h>
 
 #include <algorithm>
@@ -39,13 +39,12 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/dense.hpp"
-#include "cortado/kernels/onednn.hpp"
-#include "pooling_math.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/step_inputs.hpp"
 #include "cpu_engine_choice.hpp"
+#include "onednn_engine.hpp"
+#include "pooling_math.hpp"  // the window arithmetic; PoolShape and the GPU launchers
 
 namespace cortado {
 

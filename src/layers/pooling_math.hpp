@@ -6,11 +6,14 @@
 // backward passes, a scatter from each output on the CPU and a gather into each input on the GPU.
 //
 // A window is rows [h0, h1) × columns [w0, w1) of a plane `width` wide.
+//
+// At the end, GPU-specific: PoolShape and the launchers of cuda/pooling.cu's kernels.
 #pragma once
 
 #include <cstdint>
 
-#include "cortado/kernels/for_each.hpp"  // CORTADO_HOST_DEVICE
+#include "cortado/context.hpp"
+#include "cortado/kernels/for_each.hpp"  // CORTADO_HOST_DEVICE, CORTADO_GPU_ONLY
 
 namespace cortado {
 
@@ -104,5 +107,37 @@ CORTADO_HOST_DEVICE inline float StochasticPoolTestValue(const float* plane, int
   *sum = s;
   return s > 0.0f ? squares / s : 0.0f;
 }
+
+// ---- GPU-specific: Pooling's kernels (cuda/pooling.cu) ----------------------------------------------
+// No CUDA types, so pooling.cpp calls them from Forward_gpu / Backward_gpu (CORTADO_GPU_ONLY: in a
+// CPU-only build each throws). Every pointer is a device pointer; everything runs on the context's
+// compute stream without waiting.
+// `planes` planes of height × width pooled to out_h × out_w with pooling.cpp's windows: window (ph, pw)
+// covers rows [ph·stride_h − pad_h, + kernel_h) clipped to the image; AVE divides by the window
+// clipped to the padded image (up to height + pad_h). Forward matches the CPU bit for bit: MAX keeps
+// the first maximum in row-major order and writes its index h·width + w to mask (−1 for an empty
+// window, whose output is 0); AVE sums the window row by row. Backward writes every dx element.
+// (PoolShape is also the shape oneDNN's pooling is made for: onednn_engine.hpp.)
+struct PoolShape {
+  int64_t planes;
+  int height, width, out_h, out_w;
+  int kernel_h, kernel_w, pad_h, pad_w, stride_h, stride_w;
+};
+CORTADO_GPU_ONLY(void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* mask))
+CORTADO_GPU_ONLY(void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, const float* mask,
+                                         float* dx))
+CORTADO_GPU_ONLY(void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y))
+CORTADO_GPU_ONLY(void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float* dx))
+// STOCHASTIC (no padding; each window's arithmetic is the functions above, as on the CPU).
+// TRAIN: output k samples its window with StochasticPoolPick and the draw StochasticPoolUniform(seed, k);
+// y = the sampled value, pick = its index h·width + w (−1 for an empty window, whose y is 0). Its
+// backward is MaxPoolBackwardGpu with pick as the mask.
+CORTADO_GPU_ONLY(void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, const uint64_t* seed, const float* x,
+                                             float* y, float* pick))
+// TEST: y = StochasticPoolTestValue (Σx² / Σx, 0 when Σx ≤ 0), sum = Σx (0 for an empty window).
+CORTADO_GPU_ONLY(void StoPoolForwardTestGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* sum))
+// TEST's gradient: dx = Σ over the windows holding x with sum > 0 of dy·(2x − y) / sum. Writes every dx.
+CORTADO_GPU_ONLY(void StoPoolBackwardTestGpu(Context& ctx, const PoolShape& s, const float* x, const float* y,
+                                             const float* dy, const float* sum, float* dx))
 
 }  // namespace cortado

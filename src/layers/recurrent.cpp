@@ -4,16 +4,15 @@
 // and its backward (dW_x += dgatesᵀ·x, db += Σ_rows dgates, dx = dgates·W_x; with d_static = Σ_t dgates_t:
 // dW_static += d_staticᵀ·x_static, dx_static = d_static·W_static), the initial state (exposed, or carried
 // from the previous forward pass as Caffe does), and RecurrentMath, which runs each operation of a
-// recurrence on the CPU or on the context's GPU stream.
+// recurrence on the CPU or on the context's GPU stream (the element-wise ones are recurrent_math.hpp's
+// and neuron_math.hpp's functors, shared by both devices).
 #include "recurrent.hpp"
-
-#include <cmath>
 
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
-#include "cortado/kernels/recurrent.hpp"  // LstmUnit*Gpu, ScaleRowsGpu, AddBroadcastGpu
 #include "cortado/math_gpu.hpp"
-#include "neuron_math.hpp"                // TanH's functors
+#include "neuron_math.hpp"     // TanH's functors
+#include "recurrent_math.hpp"  // LSTMUnit's step, ScaleRows, AddBroadcast
 
 namespace cortado {
 
@@ -54,17 +53,17 @@ void RecurrentMath::Set(int64_t n, float value, float* y) const {
 }
 
 void RecurrentMath::ScaleRows(int rows, int dim, const float* s, const float* x, bool accumulate, float* y) const {
-  if (gpu_) return ScaleRowsGpu(ctx_, rows, dim, s, x, accumulate, y);
-  for (int r = 0; r < rows; ++r) {
-    const float* xr = x + static_cast<int64_t>(r) * dim;
-    float* yr = y + static_cast<int64_t>(r) * dim;
-    for (int j = 0; j < dim; ++j) yr[j] = accumulate ? yr[j] + s[r] * xr[j] : s[r] * xr[j];
+  const ChannelLayout l{1, rows, dim};  // row r is channel r
+  if (accumulate) {
+    MapChannels(ctx_, l, recurrent::ScaleRowAdd{s}, y, x, y);
+  } else {
+    MapChannels(ctx_, l, recurrent::ScaleRow{s}, y, x);
   }
 }
 
 void RecurrentMath::AddBroadcast(int64_t n, int64_t inner, const float* b, float* y) const {
-  if (gpu_) return AddBroadcastGpu(ctx_, n, inner, b, y);
-  for (int64_t i = 0; i < n; ++i) y[i] += b[i % inner];
+  if (inner == 0) return;
+  ForEach(ctx_, n, recurrent::AddBroadcastStep{inner, b, y});
 }
 
 void RecurrentMath::Tanh(int64_t n, const float* x, float* y) const {
@@ -77,15 +76,13 @@ void RecurrentMath::TanhBackward(int64_t n, const float* y, const float* dy, flo
 
 void RecurrentMath::LstmUnitForward(int n, int d, const float* c_prev, const float* x, const float* cont, float* c,
                                     float* h) const {
-  if (gpu_) return LstmUnitForwardGpu(ctx_, n, d, c_prev, x, cont, c, h);
-  LstmUnitForwardCpu(n, d, c_prev, x, cont, c, h);
+  recurrent::LstmUnitForward(ctx_, n, d, c_prev, x, cont, c, h);
 }
 
 void RecurrentMath::LstmUnitBackward(int n, int d, const float* c_prev, const float* x, const float* cont,
                                      const float* c, const float* dc, const float* dh, float* dc_prev,
                                      float* dx) const {
-  if (gpu_) return LstmUnitBackwardGpu(ctx_, n, d, c_prev, x, cont, c, dc, dh, dc_prev, dx);
-  LstmUnitBackwardCpu(n, d, c_prev, x, cont, c, dc, dh, dc_prev, dx);
+  recurrent::LstmUnitBackward(ctx_, n, d, c_prev, x, cont, c, dc, dh, dc_prev, dx);
 }
 
 // ---- RecurrentLayer: blobs and shapes ------------------------------------------------------------

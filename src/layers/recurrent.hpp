@@ -1,5 +1,6 @@
-// recurrent.hpp — what LSTMUnit, RNN and LSTM share (private to src/layers/): LSTMUnit's element math
-// on the CPU, a small device switch so each recurrence is written once for both devices, and Caffe's
+// recurrent.hpp — what RNN and LSTM share (private to src/layers/): RecurrentMath, the operations of a
+// recurrence on the context's device so that each recurrence is written once for both devices (the
+// element-wise ones are recurrent_math.hpp's functors, LSTMUnit's step among them), and Caffe's
 // RecurrentLayer (blob counts, shape checks, the input transform and the carried state).
 #pragma once
 
@@ -10,18 +11,10 @@
 
 namespace cortado {
 
-// ---- LSTMUnit on the CPU (the GPU launchers in kernels/recurrent.hpp keep the same contract) ---------
-// x (n, 4d) = [i' f' o' g'] per stream; c = cont·σ(f')·c_prev + σ(i')·tanh(g'), h = σ(o')·tanh(c).
-void LstmUnitForwardCpu(int n, int d, const float* c_prev, const float* x, const float* cont, float* c,
-                        float* h);
-// dc_prev and dx are written (either may be null); see kernels/recurrent.hpp for the formulas.
-void LstmUnitBackwardCpu(int n, int d, const float* c_prev, const float* x, const float* cont, const float* c,
-                         const float* dc, const float* dh, float* dc_prev, float* dx);
-
 // ---- the operations a recurrence needs, on the CPU or on the context's GPU stream ------------------
 class RecurrentMath {
  public:
-  RecurrentMath(Context& ctx, bool gpu) : ctx_(ctx), gpu_(gpu) {}
+  explicit RecurrentMath(Context& ctx) : ctx_(ctx), gpu_(ctx.device() == Device::kGPU) {}
   void Gemm(Trans ta, Trans tb, int m, int n, int k, float alpha, const float* a, const float* b, float beta,
             float* c) const;
   void Gemv(Trans ta, int m, int n, float alpha, const float* a, const float* x, float beta, float* y) const;
@@ -33,6 +26,7 @@ class RecurrentMath {
   void AddBroadcast(int64_t n, int64_t inner, const float* b, float* y) const;
   void Tanh(int64_t n, const float* x, float* y) const;                              // y = tanh(x)
   void TanhBackward(int64_t n, const float* y, const float* dy, float* dx) const;    // dx = dy·(1 − y²)
+  // LSTMUnit's step and its gradients (recurrent_math.hpp); dc_prev or dx may be null.
   void LstmUnitForward(int n, int d, const float* c_prev, const float* x, const float* cont, float* c,
                        float* h) const;
   void LstmUnitBackward(int n, int d, const float* c_prev, const float* x, const float* cont, const float* c,
@@ -54,9 +48,9 @@ class RecurrentMath {
 // previous one (zeros at first), and cont_t = 0 cuts it off; with expose_hidden it is read from the
 // bottoms. No gradient reaches cont, the exposed initial states (their diffs are zeroed) or comes from
 // the exposed final states (gradients do not cross batches).
-class RecurrentLayer : public Layer {
+class RecurrentLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   int MinBottomBlobs() const override;
   int MaxBottomBlobs() const override { return MinBottomBlobs() + 1; }
   int ExactNumTopBlobs() const override;
@@ -83,17 +77,9 @@ class RecurrentLayer : public Layer {
   virtual void Backward(const RecurrentMath& m, const BlobVec& top, const std::vector<bool>& propagate_down,
                         const BlobVec& bottom) = 0;
 
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    Forward(RecurrentMath(ctx_, false), bottom, top);
-  }
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    Backward(RecurrentMath(ctx_, false), top, propagate_down, bottom);
-  }
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    Forward(RecurrentMath(ctx_, true), bottom, top);
-  }
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    Backward(RecurrentMath(ctx_, true), top, propagate_down, bottom);
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override { Forward(RecurrentMath(ctx_), bottom, top); }
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    Backward(RecurrentMath(ctx_), top, propagate_down, bottom);
   }
 
   // A learnable blob filled by the weight_filler, or by the bias_filler when is_bias; returns its index.

@@ -4,18 +4,25 @@
 //   SUM: y = coeff·Σ x_j   ASUM: y = coeff·Σ |x_j|   SUMSQ: y = coeff·Σ x_j²   MEAN: y = coeff·Σ x_j / dim
 // (coeff default 1; sums in double). Backward: dx_j = coeff·dy · (1 | sign(x_j) | 2x_j | 1/dim), with
 // sign(0) = 0 as Caffe's caffe_sign.
-// GPU: a block reduction per row and an element-wise backward (cuda/shape_ops.cu).
-#include <cmath>
+// The arithmetic is shape_ops_math.hpp's, shared by both devices: the row sums run by RowSums
+// (row_sums.hpp: in order per row on the CPU, in chunks on the GPU, whose scratch is a workspace), the
+// backward by MapChannels over the rows.
+#include <algorithm>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/shape_ops.hpp"
 #include "cortado/layer_registry.hpp"
+#include "row_sums.hpp"
+#include "shape_ops_math.hpp"
 
 namespace cortado {
 
-class ReductionLayer : public Layer {
+static_assert(ReductionParameter::ASUM == shape_ops::kReductionAsum &&
+                  ReductionParameter::SUMSQ == shape_ops::kReductionSumSq,
+              "shape_ops_math.hpp's operation codes");
+
+class ReductionLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Reduction"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -24,6 +31,10 @@ class ReductionLayer : public Layer {
     return op == ReductionParameter::ASUM || op == ReductionParameter::SUMSQ;
   }
   bool BackwardReadsTopData(int) const override { return false; }
+
+  void LayerSetUp(const BlobVec&, const BlobVec&) override {
+    if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
+  }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
     const ReductionParameter& p = param_.reduction_param();
@@ -38,53 +49,31 @@ class ReductionLayer : public Layer {
     op_ = p.operation();
     coeff_ = p.coeff();
     if (op_ == ReductionParameter::MEAN) coeff_ /= static_cast<float>(dim_);
+    if (partials_) partials_->Reshape(std::vector<int>{RowSumScratchFloats(num_, 1)});
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    for (int64_t i = 0; i < num_; ++i) {
-      const float* row = x + i * dim_;
-      double sum = 0;
-      for (int64_t j = 0; j < dim_; ++j) {
-        const double v = row[j];
-        sum += op_ == ReductionParameter::ASUM ? std::fabs(v) : op_ == ReductionParameter::SUMSQ ? v * v : v;
-      }
-      y[i] = static_cast<float>(coeff_ * sum);
-    }
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    RowSums(ctx_, num_, dim_, partials_ ? partials_->data() : nullptr,
+            shape_ops::ReductionTerm{op_, bottom[0]->data()}, shape_ops::StoreReduction{coeff_, top[0]->data()});
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* x = bottom[0]->data();
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    for (int64_t i = 0; i < num_; ++i) {
-      const float g = coeff_ * dy[i];
-      for (int64_t j = i * dim_; j < (i + 1) * dim_; ++j) {
-        dx[j] = op_ == ReductionParameter::ASUM    ? g * static_cast<float>((0 < x[j]) - (x[j] < 0))
-                : op_ == ReductionParameter::SUMSQ ? g * 2 * x[j]
-                                                   : g;  // SUM, MEAN: x is not read
-      }
+    const ChannelLayout rows = RowLayout(num_, dim_);
+    if (op_ == ReductionParameter::ASUM || op_ == ReductionParameter::SUMSQ) {
+      MapChannels(ctx_, rows, shape_ops::ReductionBackward{op_, coeff_, top[0]->diff()}, bottom[0]->diff(),
+                  bottom[0]->data());
+    } else {  // SUM, MEAN: x is not read (the layer says so to the memory plan)
+      MapChannels(ctx_, rows, shape_ops::ReductionBackwardConstant{coeff_, top[0]->diff()}, bottom[0]->diff());
     }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    ReductionForwardGpu(ctx_, op_, num_, dim_, coeff_, bottom[0]->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    ReductionBackwardGpu(ctx_, op_, num_, dim_, coeff_, bottom[0]->data(), top[0]->diff(), bottom[0]->diff());
   }
 
  private:
   int op_ = ReductionParameter::SUM;
   int64_t num_ = 1, dim_ = 1;
-  float coeff_ = 1;  // MEAN: coeff / dim
+  float coeff_ = 1;           // MEAN: coeff / dim
+  Blob* partials_ = nullptr;  // GPU: the row sums' chunk partials
 };
 
 CORTADO_REGISTER_LAYER(Reduction, ReductionLayer);

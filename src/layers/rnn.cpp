@@ -8,6 +8,7 @@
 // Backward (through time, within the batch): dô = do·(1 − o²); dW_ho += dôᵀ·h, db_o += Σ dô;
 // dh_t = dô_t·W_ho + cont_{t+1}·(dpre_{t+1}·W_hh);  dpre_t = dh_t·(1 − h_t²);
 // dW_hh += Σ_t dpre_tᵀ·(cont_t·h_{t−1}); then the input transform's gradients from dpre.
+// Written once for both devices through RecurrentMath (its element-wise steps: recurrent_math.hpp).
 #include "recurrent.hpp"
 
 #include "cortado/layer_registry.hpp"

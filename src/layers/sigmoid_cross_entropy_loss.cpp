@@ -7,19 +7,17 @@
 // normalizer (loss_param.normalization): VALID = positions not ignored (default), FULL = N·(count/N),
 // BATCH_SIZE = N, NONE = 1; at least 1. Legacy `normalize: false` (without `normalization`) means
 // BATCH_SIZE. σ(x) is computed where needed (Caffe keeps it in an inner Sigmoid layer's top).
-// GPU: kernels/loss.hpp (cuda/losses.cu), which write the loss and keep the normalizer on the device.
-#include <algorithm>
-#include <cmath>
-
+// The arithmetic is losses_math.hpp's, on either device: the loss top and the normalizer are written
+// where the context lives (loss_math.hpp's work blob), and the backward pass reads them there.
 #include "cortado/error.hpp"
-#include "cortado/kernels/loss.hpp"
 #include "cortado/layer_registry.hpp"
+#include "losses_math.hpp"
 
 namespace cortado {
 
-class SigmoidCrossEntropyLossLayer : public LossLayer {
+class SigmoidCrossEntropyLossLayer : public EitherDevice<LossLayer> {
  public:
-  using LossLayer::LossLayer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "SigmoidCrossEntropyLoss"; }
   bool BackwardReadsTopData(int) const override { return false; }  // dloss only
 
@@ -31,7 +29,7 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
     normalization_ = lp.normalization();
     if (!lp.has_normalization() && lp.has_normalize())
       normalization_ = lp.normalize() ? LossParameter::VALID : LossParameter::BATCH_SIZE;
-    if (ctx_.device() == Device::kGPU) work_ = AddStepScratch();  // the normalizer from Forward to Backward
+    work_ = AddStepScratch();  // the normalizer from Forward to Backward
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -41,64 +39,30 @@ class SigmoidCrossEntropyLossLayer : public LossLayer {
                     bottom[1]->shape_string());
     outer_ = bottom[0]->shape(0);
     inner_ = bottom[0]->count(1);
-    if (work_) work_->Reshape(std::vector<int>{static_cast<int>(kLossWorkFloats)});
+    work_->Reshape(std::vector<int>{static_cast<int>(loss::kWorkFloats)});
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    const float* t = bottom[1]->data();
-    const int64_t n = bottom[0]->count();
-    double loss = 0;
-    int64_t valid = 0;
-    for (int64_t i = 0; i < n; ++i) {
-      if (Ignored(t[i])) continue;
-      loss += std::max(x[i], 0.0f) - x[i] * t[i] + std::log1p(std::exp(-std::fabs(x[i])));
-      ++valid;
-    }
-    valid_count_ = valid;
-    top[0]->data()[0] = static_cast<float>(loss / Normalizer());
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    const loss::SigmoidCrossEntropyTerm term{bottom[0]->data(), bottom[1]->data(), has_ignore_label_, ignore_label_};
+    loss::SumLoss(ctx_, bottom[0]->count(), work_->data(), term, normalization_ == LossParameter::VALID,
+                  FixedLossNormalizer(normalization_, outer_, inner_), top[0]->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     // Targets have no gradient; a request for one (propagate_down[1]) is ignored.
     if (!propagate_down[0]) return;
-    const float* x = bottom[0]->data();
-    const float* t = bottom[1]->data();
-    float* dx = bottom[0]->diff();
-    const int64_t n = bottom[0]->count();
-    const float scale = top[0]->diff()[0] / static_cast<float>(Normalizer());
-    for (int64_t i = 0; i < n; ++i)
-      dx[i] = Ignored(t[i]) ? 0.0f : scale * (1.0f / (1.0f + std::exp(-x[i])) - t[i]);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    SigmoidCrossEntropyLossForwardGpu(ctx_, bottom[0]->count(), bottom[0]->data(), bottom[1]->data(),
-                                      has_ignore_label_, ignore_label_, normalization_ == LossParameter::VALID,
-                                      FixedNormalizer(), work_->data(), top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    SigmoidCrossEntropyLossBackwardGpu(ctx_, bottom[0]->count(), bottom[0]->data(), bottom[1]->data(),
-                                       has_ignore_label_, ignore_label_, top[0]->diff(), work_->data(),
-                                       bottom[0]->diff());
+    Map(ctx_, bottom[0]->count(),
+        loss::SigmoidCrossEntropyBackward{has_ignore_label_, ignore_label_, top[0]->diff(), work_->data()},
+        bottom[0]->diff(), bottom[0]->data(), bottom[1]->data());
   }
 
  private:
-  bool Ignored(float target) const { return has_ignore_label_ && LabelOf(target) == ignore_label_; }
-
-  double Normalizer() const { return LossNormalizer(normalization_, outer_, inner_, valid_count_); }
-  // The normalizer of every mode but VALID (whose count is known only after the forward pass).
-  double FixedNormalizer() const { return FixedLossNormalizer(normalization_, outer_, inner_); }
-
-  Blob* work_ = nullptr;  // GPU nets: the kernels' partial sums and normalizer
+  Blob* work_ = nullptr;  // loss_math.hpp's work blob: the sums' scratch and the normalizer
   bool has_ignore_label_ = false;
   int ignore_label_ = 0;
   LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
-  int64_t outer_ = 0, inner_ = 0, valid_count_ = 0;
+  int64_t outer_ = 0, inner_ = 0;
 };
 
 CORTADO_REGISTER_LAYER(SigmoidCrossEntropyLoss, SigmoidCrossEntropyLossLayer);

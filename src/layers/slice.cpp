@@ -3,9 +3,9 @@
 // empty, the axis is split into k equal parts. With outer = Π dims before the axis and inner = Π
 // dims after it, top_k[n, a, i] = bottom[n, o_k + a, i], o_k the start of slice k.
 // Backward gathers the tops' diffs back into the bottom diff.
-// GPU: one strided copy of `outer` rows per top (CopyRowsGpu, shared with Concat: cuda/concat.cu).
+// GPU: one strided copy of `outer` rows per top (CopyRowsGpu, shared with Concat: copy_rows_gpu.hpp).
+#include "copy_rows_gpu.hpp"
 #include "cortado/error.hpp"
-#include "cortado/kernels/neuron.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 

@@ -3,6 +3,7 @@
 
 #include "cortado/error.hpp"
 #include "cortado/layer_registry.hpp"
+#include "loss_math.hpp"
 
 namespace cortado {
 
@@ -18,6 +19,7 @@ void SoftmaxLossBase::SetUpSoftmax(const BlobVec& bottom, const BlobVec& top, in
   ignore_label_ = lp.ignore_label();
   normalization_ = lp.normalization();
   prob_ = top.size() > 1 ? top[1] : AddStepScratch();
+  work_ = AddStepScratch();  // the normalizer from Forward to Backward
   LayerParameter inner;
   inner.set_name(name() + "/softmax");
   inner.set_type("Softmax");
@@ -34,6 +36,7 @@ void SoftmaxLossBase::ReshapeSoftmax(const BlobVec& bottom, const BlobVec& top, 
   LossLayer::Reshape(bottom, top);
   softmax_bottom_[0] = bottom[0];
   softmax_->Reshape(softmax_bottom_, softmax_top_);
+  work_->Reshape(std::vector<int>{static_cast<int>(loss::kWorkFloats)});
   const int axis = bottom[0]->CanonicalAxisIndex(axis_param);
   channels_ = bottom[0]->shape(axis);
   outer_ = bottom[0]->count(0, axis);
@@ -46,6 +49,12 @@ void SoftmaxLossBase::ReshapeSoftmax(const BlobVec& bottom, const BlobVec& top, 
 void SoftmaxLossBase::ForwardSoftmax(const BlobVec& bottom) {
   softmax_bottom_[0] = bottom[0];
   softmax_->Forward(softmax_bottom_, softmax_top_);
+}
+
+void SoftmaxLossBase::FailOnFlaggedLabel(const BlobVec& bottom) {
+  float bad_label = 0;
+  const int64_t at = loss::FirstFlagged(ctx_, work_->data(), bottom[1]->data(), BadLabelOut(&bad_label));
+  if (at >= 0) FailBadLabelAt(bad_label, at);
 }
 
 }  // namespace cortado

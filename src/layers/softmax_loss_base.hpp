@@ -2,7 +2,9 @@
 // inner Softmax along an axis whose probabilities go to the second top (when there is one) or to a
 // scratch buffer; the label parameters (loss_param.ignore_label, normalization); the shape
 // outer × C × inner with one label per position; the normalizer; and the bad-label message and rule
-// (labels in [0, C) or ignore_label; GPU nets may have them checked by the data layer, Layer::label_rule).
+// (labels in [0, C) or ignore_label; GPU nets may have them checked by the data layer, Layer::label_rule);
+// and the loss work blob (loss_math.hpp: the sums, the normalizer kept for the backward pass, the
+// bad-label flag), on either device. The arithmetic is softmax_math.hpp's.
 #pragma once
 
 #include <memory>
@@ -32,17 +34,20 @@ class SoftmaxLossBase : public LossLayer {
   // position (axis_name says which parameter set the axis, for the message).
   void ReshapeSoftmax(const BlobVec& bottom, const BlobVec& top, int axis, const char* axis_name);
   void ForwardSoftmax(const BlobVec& bottom);
-  double Normalizer() const { return LossNormalizer(normalization_, outer_, inner_, valid_count_); }
   // The normalizer of every mode but VALID (whose count is known only after the forward pass).
   double FixedNormalizer() const { return FixedLossNormalizer(normalization_, outer_, inner_); }
+  // After a forward pass's terms flagged labels in work_: the one-line error for the first bad one
+  // (on the GPU this waits for the device, unless the labels were checked upstream).
+  void FailOnFlaggedLabel(const BlobVec& bottom);
 
   std::unique_ptr<Layer> softmax_;
   BlobVec softmax_bottom_, softmax_top_;
   Blob* prob_ = nullptr;
+  Blob* work_ = nullptr;  // loss::kWorkFloats: Total's sums, the normalizer, the bad-label flag
   bool has_ignore_label_ = false;
   int ignore_label_ = 0;
   LossParameter::NormalizationMode normalization_ = LossParameter::VALID;
-  int64_t channels_ = 0, outer_ = 0, inner_ = 0, valid_count_ = 0;
+  int64_t channels_ = 0, outer_ = 0, inner_ = 0;
 };
 
 }  // namespace cortado

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "copy_rows_gpu.hpp"
 #include "cortado/error.hpp"
-#include "cortado/kernels/neuron.hpp"  // CopyRowsGpu
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"

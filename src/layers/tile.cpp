@@ -2,17 +2,17 @@
 // (default 1; negative counts from the end). With outer = Π dims before the axis and inner = Π dims
 // from the axis on, top[o, t, j] = bottom[o, j] for t < tiles, so the top's axis dim is tiles times
 // the bottom's. Backward sums the copies: dbottom[o, j] = Σ_t dtop[o, t, j].
-// GPU: the same two loops as kernels (TileForwardGpu / TileBackwardGpu, cuda/shape_ops.cu).
+// Both are ForEach functors over the output's elements (shape_ops_math.hpp, shared by both devices);
+// the copies' gradients are added in float in increasing t.
 #include "cortado/error.hpp"
-#include "cortado/kernels/shape_ops.hpp"
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
+#include "shape_ops_math.hpp"
 
 namespace cortado {
 
-class TileLayer : public Layer {
+class TileLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Tile"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
@@ -34,37 +34,16 @@ class TileLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const int64_t outer = bottom[0]->count(0, axis_), inner = bottom[0]->count(axis_);
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
-    for (int64_t o = 0; o < outer; ++o)
-      for (int t = 0; t < tiles_; ++t) cpu_copy(inner, x + o * inner, y + (o * tiles_ + t) * inner);
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    const int64_t inner = bottom[0]->count(axis_);
+    ForEach(ctx_, top[0]->count(), shape_ops::TileForward{inner, tiles_, bottom[0]->data(), top[0]->data()});
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const int64_t outer = bottom[0]->count(0, axis_), inner = bottom[0]->count(axis_);
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
-    for (int64_t o = 0; o < outer; ++o) {
-      float* row = dx + o * inner;
-      cpu_copy(inner, dy + o * tiles_ * inner, row);
-      for (int t = 1; t < tiles_; ++t) cpu_axpy(inner, 1.0f, dy + (o * tiles_ + t) * inner, row);
-    }
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    TileForwardGpu(ctx_, bottom[0]->count(0, axis_), bottom[0]->count(axis_), tiles_, bottom[0]->data(),
-                   top[0]->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    TileBackwardGpu(ctx_, bottom[0]->count(0, axis_), bottom[0]->count(axis_), tiles_, top[0]->diff(),
-                    bottom[0]->diff());
+    const int64_t inner = bottom[0]->count(axis_);
+    ForEach(ctx_, bottom[0]->count(), shape_ops::TileBackward{inner, tiles_, top[0]->diff(), bottom[0]->diff()},
+            tiles_);
   }
 
  private:

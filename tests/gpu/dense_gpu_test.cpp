@@ -6,8 +6,8 @@
 #include <cmath>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/dense.hpp"
 #include "gpu_compare.hpp"
+#include "layers/convolution_gpu.hpp"  // BuiltWithCudnn
 
 namespace cortado::test {
 

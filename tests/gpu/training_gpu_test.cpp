@@ -16,15 +16,14 @@
 #include <regex>
 #include <sstream>
 
-#include "cortado/data.hpp"
 #include "cortado/gpu_step.hpp"
 #include "cortado/io.hpp"
-#include "cortado/kernels/dense.hpp"  // BuiltWithCudnn
 #include "cortado/layer_registry.hpp"
 #include "cortado/math_gpu.hpp"
 #include "cortado/memory.hpp"
 #include "cortado/solver.hpp"
 #include "gpu_compare.hpp"
+#include "layers/convolution_gpu.hpp"  // BuiltWithCudnn
 
 namespace cortado::test {
 

@@ -11,8 +11,8 @@
 
 #include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
-#include "cortado/kernels/onednn.hpp"
 #include "cpu_engines.hpp"
+#include "layers/onednn_engine.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {

@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "cortado/error.hpp"
-#include "cortado/kernels/onednn.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cpu_engines.hpp"
+#include "layers/onednn_engine.hpp"
 #include "test_util.hpp"
 
 namespace cortado::test {

@@ -99,13 +99,18 @@ class Event {
   cudaEvent_t event_ = nullptr;
 };
 
-// Threads per block of the element-wise kernels, and the grid that covers n elements (grid-stride
-// loops cover the rest when n is huge).
+// Threads per block of the element-wise kernels.
 constexpr int kThreads = 256;
-inline int BlocksFor(int64_t n) {
-  const int64_t blocks = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(blocks < 65535 * 8 ? (blocks > 0 ? blocks : 1) : 65535 * 8);
+
+// Blocks of `per_block` work items that cover `work`, at least 1 and at most `most` (grid-stride loops
+// cover the rest when the work is huge).
+inline unsigned GridFor(int64_t work, int64_t per_block, int64_t most) {
+  const int64_t blocks = (work + per_block - 1) / per_block;
+  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > most ? most : blocks));
 }
+
+// The 1-D grid of kThreads-thread blocks over n elements.
+inline int BlocksFor(int64_t n) { return static_cast<int>(GridFor(n, kThreads, 65535 * 8)); }
 
 }  // namespace cortado::cuda
 

@@ -1,7 +1,8 @@
 // cuda/for_each.cuh — the GPU side of kernels/for_each.hpp: the kernels that run a functor over a
-// range, the per-channel sums (cuda/channel_sums.cuh), and CORTADO_GPU_MAP, CORTADO_GPU_MAP_CHANNELS and
-// CORTADO_GPU_CHANNEL_SUMS, which instantiate them for one functor in the .cu of a layer family. CUDA
-// sources only.
+// range, ForEach's grid-stride loop over indices, Total's block sums, the per-channel sums
+// (cuda/channel_sums.cuh), and CORTADO_GPU_MAP, CORTADO_GPU_MAP_CHANNELS, CORTADO_GPU_FOR_EACH,
+// CORTADO_GPU_TOTAL and CORTADO_GPU_CHANNEL_SUMS, which instantiate them for one functor in the .cu
+// beside a layer. CUDA sources only.
 //
 // Map: when every pointer is 16-byte aligned and all storage types have one size, each thread loads
 // whole 16-byte packs (four floats) of every input, kPacksInFlight packs before it computes any, and
@@ -116,9 +117,37 @@ __global__ void MapChannelsKernel(ChannelLayout l, int64_t units, F f, T* out, c
   }
 }
 
-inline unsigned GridFor(int64_t work, int64_t per_block, int64_t most) {
-  const int64_t blocks = (work + per_block - 1) / per_block;
-  return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > most ? most : blocks));
+template <typename F>
+__global__ void ForEachKernel(int64_t n, F f) {
+  CORTADO_KERNEL_LOOP(i, n) f(i);
+}
+
+// Block b's sums of its grid-stride share of [0, n), at partial[q · kTotalBlocks + b].
+template <typename Term>
+__global__ void TotalPartsKernel(int64_t n, Term term, double* partial) {
+  double sum[Term::kSums] = {};
+  CORTADO_KERNEL_LOOP(i, n) term(i, sum);
+  using Reduce = cub::BlockReduce<double, kThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+#pragma unroll
+  for (int q = 0; q < Term::kSums; ++q) {
+    const double total = Reduce(storage).Sum(sum[q]);
+    if (threadIdx.x == 0) partial[q * kTotalBlocks + blockIdx.x] = total;
+    __syncthreads();  // the storage is reused
+  }
+}
+
+// One thread: the blocks' sums added in order, then finish.
+template <int kSums, typename Finish>
+__global__ void TotalFinishKernel(const double* partial, Finish finish) {
+  double totals[kSums];
+#pragma unroll
+  for (int q = 0; q < kSums; ++q) {
+    double sum = 0;
+    for (int b = 0; b < kTotalBlocks; ++b) sum += partial[q * kTotalBlocks + b];
+    totals[q] = sum;
+  }
+  finish(static_cast<const double*>(totals));
 }
 
 }  // namespace cortado::cuda
@@ -166,11 +195,26 @@ void ChannelSumsGpu(Context& ctx, ChannelLayout l, float* scratch, const Term& t
   cuda::QueueChannelSums(ctx, l.num, l.channels, l.spatial, scratch, term, finish);
 }
 
+template <typename F>
+void ForEachGpu(Context& ctx, int64_t n, F f) {
+  CORTADO_LAUNCH(cuda::ForEachKernel<F>, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, f);
+}
+
+template <typename Term, typename Finish>
+void TotalGpu(Context& ctx, int64_t n, float* scratch, const Term& term, const Finish& finish) {
+  double* partial = reinterpret_cast<double*>(scratch);
+  CORTADO_LAUNCH(cuda::TotalPartsKernel<Term>, kTotalBlocks, cuda::kThreads, 0, cuda::Stream(ctx), n, term, partial);
+  CORTADO_LAUNCH((cuda::TotalFinishKernel<Term::kSums, Finish>), 1, 1, 0, cuda::Stream(ctx), partial, finish);
+}
+
 }  // namespace cortado
 
 // The GPU side of one functor, instantiated in a family's .cu (inside namespace cortado), by the
 // pointer types of its call: CORTADO_GPU_MAP(ReLUForward, float*, const float*).
 #define CORTADO_GPU_MAP(F, ...) template void MapGpu(Context&, int64_t, F, __VA_ARGS__)
 #define CORTADO_GPU_MAP_CHANNELS(F, ...) template void MapChannelsGpu(Context&, ChannelLayout, F, __VA_ARGS__)
+#define CORTADO_GPU_FOR_EACH(F) template void ForEachGpu(Context&, int64_t, F)
+#define CORTADO_GPU_TOTAL(Term, Finish) \
+  template void TotalGpu(Context&, int64_t, float*, const Term&, const Finish&)
 #define CORTADO_GPU_CHANNEL_SUMS(Term, Finish) \
   template void ChannelSumsGpu(Context&, ChannelLayout, float*, const Term&, const Finish&)

@@ -16,9 +16,13 @@
 // Storage. The pointers are of a storage type T (float today); values are converted to float before
 // the functor and back after it (ToFloat, FromFloat), so 16-bit storage only adds those conversions.
 //
-// Per-channel sums (ChannelSums) share their per-element terms and their finishing steps the same way;
-// only the order of the additions is each device's own, fixed by the shape (so results repeat bit for
-// bit on each device).
+// Work that is not one element in, one element out (a softmax over a position's channels, a loss per
+// sample, an index mapping of a crop) is a functor of the index, f(i), run by ForEach: an OpenMP loop
+// on the CPU, a grid-stride kernel on the GPU.
+//
+// Per-channel sums (ChannelSums) and sums to one value (Total: a loss and its count) share their
+// per-element terms and their finishing steps the same way; only the order of the additions is each
+// device's own, fixed by the shape (so results repeat bit for bit on each device).
 //
 // What stays device-specific, and is named as such where it lives: cuDNN and cuBLAS calls; scatter and
 // gather backward passes (pooling's MAX backward); and kernels whose CPU form is another algorithm
@@ -30,6 +34,7 @@
 // the device-specific GPU functions declared with CORTADO_GPU_ONLY.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <utility>
 
@@ -55,6 +60,12 @@ CORTADO_HOST_DEVICE inline float FromFloat<float>(float v) { return v; }
 // NaN second one is not), for both devices.
 CORTADO_HOST_DEVICE inline float MinOf(float a, float b) { return b < a ? b : a; }
 CORTADO_HOST_DEVICE inline float MaxOf(float a, float b) { return a < b ? b : a; }
+
+// A class label as the layers read it: static_cast<int>(v) as x86 does it, so NaN and values outside
+// int's range are INT_MIN (never a class).
+CORTADO_HOST_DEVICE inline int LabelOf(float v) {
+  return v >= -2147483648.0f && v < 2147483648.0f ? static_cast<int>(v) : INT_MIN;
+}
 
 // ---- shapes -----------------------------------------------------------------------------------------
 // (num, channels, spatial): num · channels planes of `spatial` contiguous elements; plane p holds
@@ -148,6 +159,38 @@ void ChannelSumsCpu(ChannelLayout l, const Term& term, const Finish& finish) {
   }
 }
 
+// ---- any per-index work ------------------------------------------------------------------------------
+// f(i) for i < n, where index i's work is its own: f reads and writes through the pointers it holds, and
+// no two indices write one place (a softmax position, a loss's sample, a gate of an LSTM cell, an index
+// of a crop). `work` is about how many elements one index touches, for the CPU's split.
+template <typename F>
+void ForEachCpu(int64_t n, const F& f, int64_t work = 1) {
+  if (n * work >= kCpuParallelElements && n > 1) {
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < n; ++i) f(i);
+  } else {
+    for (int64_t i = 0; i < n; ++i) f(i);
+  }
+}
+
+// ---- totals ------------------------------------------------------------------------------------------
+// Term::kSums sums over i < n of term(i, sums) (term adds index i's shares into sums[0 .. kSums), in
+// double), then finish(totals), which stores what the layer keeps where the context lives (a loss top,
+// a normalizer). The order of the additions is each device's own and fixed:
+//   - the CPU adds the indices in order, on one thread (a loss's CPU loop as it always was);
+//   - the GPU gives each of kTotalBlocks blocks a grid-stride share, sums each block (CUB), and adds
+//     the blocks' sums in order (cuda/for_each.cuh); `scratch` holds TotalScratchFloats(Term::kSums)
+//     floats there (aligned for doubles; the CPU needs none).
+constexpr int kTotalBlocks = 128;
+constexpr int64_t TotalScratchFloats(int sums) { return int64_t{2} * sums * kTotalBlocks; }
+
+template <typename Term, typename Finish>
+void TotalCpu(int64_t n, const Term& term, const Finish& finish) {
+  double totals[Term::kSums] = {};
+  for (int64_t i = 0; i < n; ++i) term(i, totals);
+  finish(static_cast<const double*>(totals));
+}
+
 // ---- the GPU side: defined in cuda/for_each.cuh, instantiated by CORTADO_GPU_MAP ----------------------
 #if defined(CORTADO_WITH_CUDA)
 template <typename F, typename T, typename... Ins>
@@ -156,6 +199,10 @@ template <typename F, typename T, typename... Ins>
 void MapChannelsGpu(Context& ctx, ChannelLayout l, F f, T* out, const Ins*... in);
 template <typename Term, typename Finish>
 void ChannelSumsGpu(Context& ctx, ChannelLayout l, float* scratch, const Term& term, const Finish& finish);
+template <typename F>
+void ForEachGpu(Context& ctx, int64_t n, F f);
+template <typename Term, typename Finish>
+void TotalGpu(Context& ctx, int64_t n, float* scratch, const Term& term, const Finish& finish);
 // A device-specific GPU function, declared beside its layer: CORTADO_GPU_ONLY(void F(Context& ctx, …)).
 // A CUDA build defines it in a .cu; a CPU-only build gets a body that says the build has no CUDA, so
 // no stub is written by hand.
@@ -176,6 +223,14 @@ void MapChannelsGpu(Context&, ChannelLayout, F, T*, const Ins*...) {
 }
 template <typename Term, typename Finish>
 void ChannelSumsGpu(Context&, ChannelLayout, float*, const Term&, const Finish&) {
+  FailNoCudaInThisBuild();
+}
+template <typename F>
+void ForEachGpu(Context&, int64_t, F) {
+  FailNoCudaInThisBuild();
+}
+template <typename Term, typename Finish>
+void TotalGpu(Context&, int64_t, float*, const Term&, const Finish&) {
   FailNoCudaInThisBuild();
 }
 #endif
@@ -209,6 +264,28 @@ void ChannelSums(Context& ctx, ChannelLayout l, float* scratch, const Term& term
     ChannelSumsGpu(ctx, l, scratch, term, finish);
   } else {
     ChannelSumsCpu(l, term, finish);
+  }
+}
+
+// f(i) for every i < n, on the context's device.
+template <typename F>
+void ForEach(Context& ctx, int64_t n, F f, int64_t work = 1) {
+  if (n <= 0) return;
+  if (ctx.device() == Device::kGPU) {
+    ForEachGpu(ctx, n, f);
+  } else {
+    ForEachCpu(n, f, work);
+  }
+}
+
+// The Term's totals over [0, n), finished by `finish`, on the context's device (finish runs even for
+// n = 0, with zero totals).
+template <typename Term, typename Finish>
+void Total(Context& ctx, int64_t n, float* scratch, const Term& term, const Finish& finish) {
+  if (ctx.device() == Device::kGPU) {
+    TotalGpu(ctx, n, scratch, term, finish);
+  } else {
+    TotalCpu(n, term, finish);
   }
 }
 

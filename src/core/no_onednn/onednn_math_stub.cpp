@@ -1,8 +1,8 @@
 // onednn_math_stub.cpp — a build without oneDNN: OneDnnEnabled() is false, so nothing here is reached.
 #include <glog/logging.h>
 
+#include "../onednn_math.hpp"
 #include "cortado/cpu_engine.hpp"
-#include "cortado/kernels/onednn.hpp"
 
 namespace cortado {
 

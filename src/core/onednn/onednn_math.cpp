@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
+#include "../onednn_math.hpp"
 #include "cortado/cpu_engine.hpp"
-#include "cortado/kernels/onednn.hpp"
 
 namespace cortado {
 

@@ -1,8 +1,8 @@
-// batch_reindex.cu — BatchReindex's kernels (kernels/zoo.hpp): the row gather that marks a bad index,
+// batch_reindex.cu — BatchReindex's kernels (batch_reindex_gpu.hpp): the row gather that marks a bad index,
 // and the backward pass in which every element of dx sums its picks in increasing k (no atomics).
+#include "../batch_reindex_gpu.hpp"
+#include "../loss_math.hpp"            // FirstBadLabelGpu
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
-#include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
-#include "cortado/kernels/zoo.hpp"
 
 namespace cortado {
 

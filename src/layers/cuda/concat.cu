@@ -1,7 +1,7 @@
-// concat.cu — the strided row copy behind Concat and Slice (kernels/neuron.hpp): both move `outer`
+// concat.cu — the strided row copy behind Concat and Slice (copy_rows_gpu.hpp): both move `outer`
 // rows of one blob's axis slab between a bottom and a top whose rows have different lengths.
+#include "../copy_rows_gpu.hpp"
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_CHECK
-#include "cortado/kernels/neuron.hpp"
 
 namespace cortado {
 

@@ -1,10 +1,12 @@
-// convolution.cu — the im2col engine's kernels (kernels/dense.hpp): im2col and col2im for one image
-// in im2col.hpp's layout, and the per-channel bias and its gradient. In a CUDA build without cuDNN it
-// also holds the cuDNN engine's stand-ins, which say that engine is missing.
+// convolution.cu — the im2col engine's GPU kernels (convolution_gpu.hpp): im2col and col2im for one image
+// in im2col.hpp's layout. Device-specific by algorithm: the CPU (im2col.cpp) copies each tap's in-image
+// rectangle across the batch and col2im scatter-adds tap by tap, where here a thread writes one output
+// position's taps, and col2im gathers, a thread summing one pixel's entries. (The bias is scale_math.hpp's
+// ScaleBias on either device; the cuDNN stand-ins of a build without cuDNN are no_cudnn/cudnn_stub.cpp.)
 
+#include "../convolution_gpu.hpp"
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
 #include "cortado/error.hpp"
-#include "cortado/kernels/dense.hpp"
 
 namespace cortado {
 
@@ -69,10 +71,6 @@ __global__ void Col2ImKernel(int64_t n, Geometry s, const float* col, float* ima
   }
 }
 
-__global__ void AddChannelBiasKernel(int64_t n, int64_t channels, int64_t spatial, const float* bias, float* y) {
-  CORTADO_KERNEL_LOOP(k, n) y[k] += bias[k / spatial % channels];
-}
-
 Geometry WithOutputSize(const ConvGeometry& g) { return {g, g.out_h(), g.out_w()}; }
 
 }  // namespace
@@ -90,34 +88,5 @@ void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* ima
   CORTADO_LAUNCH(Col2ImKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, WithOutputSize(g), col,
                  image);
 }
-
-void AddChannelBiasGpu(Context& ctx, int64_t num, int64_t channels, int64_t spatial, const float* bias, float* y) {
-  const int64_t n = num * channels * spatial;
-  if (n == 0) return;
-  CORTADO_LAUNCH(AddChannelBiasKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, channels, spatial,
-                 bias, y);
-}
-
-#ifndef CORTADO_WITH_CUDNN
-// ---- a CUDA build without cuDNN: the cuDNN engine is missing (convolution.cpp asks first) --------
-namespace {
-[[noreturn]] void NoCudnn() { Fail("this build of Cortado has no cuDNN (rebuild with cuDNN, or use engine: CAFFE)"); }
-}  // namespace
-
-bool BuiltWithCudnn() { return false; }
-CudnnConvolutionPtr CreateCudnnConvolution() { NoCudnn(); }
-size_t CudnnConvolutionReshape(Context&, CudnnConvolution&, int, int, int, const ConvGeometry&, size_t,
-                               const std::string&) {
-  NoCudnn();
-}
-void CudnnConvolutionForward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
-                             void*, size_t) {
-  NoCudnn();
-}
-void CudnnConvolutionBackward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
-                              float*, float*, void*, size_t) {
-  NoCudnn();
-}
-#endif
 
 }  // namespace cortado

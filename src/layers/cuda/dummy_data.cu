@@ -1,8 +1,8 @@
-// dummy_data.cu — DummyData's host-filled tops reach the device (kernels/neuron.hpp): one copy on the
+// dummy_data.cu — DummyData's host-filled tops reach the device (dummy_data_gpu.hpp): one copy on the
 // compute stream, so it follows the work that still reads the top, then a wait so the host buffer
 // may go.
+#include "../dummy_data_gpu.hpp"
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_CHECK
-#include "cortado/kernels/neuron.hpp"
 
 namespace cortado {
 

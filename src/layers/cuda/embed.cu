@@ -1,10 +1,10 @@
-// embed.cu — Embed's kernels (kernels/zoo.hpp): the row gather (with the bias) that marks a bad index,
+// embed.cu — Embed's kernels (embed_gpu.hpp): the row gather (with the bias) that marks a bad index,
 // and the weight gradient's atomicAdd scatter.
 #include <cmath>
 
+#include "../embed_gpu.hpp"
+#include "../loss_math.hpp"            // FirstBadLabelGpu
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
-#include "cortado/kernels/dense.hpp"   // FirstBadLabelGpu
-#include "cortado/kernels/zoo.hpp"
 
 namespace cortado {
 

@@ -1,7 +1,7 @@
-// filter.cu — Filter's kernels and copies (kernels/zoo.hpp): the selector to the host, the row maps to
+// filter.cu — Filter's kernels and copies (filter_gpu.hpp): the selector to the host, the row maps to
 // the device, the row gather forward and the row scatter (zeros for rows not selected) backward.
+#include "../filter_gpu.hpp"
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_CUDA_CHECK
-#include "cortado/kernels/zoo.hpp"
 
 namespace cortado {
 

@@ -1,7 +1,7 @@
-// lrn.cu — LRN's kernels (kernels/norm.hpp): one thread per element sums its window (across channels
+// lrn.cu — LRN's kernels (lrn_gpu.hpp): one thread per element sums its window (across channels
 // or within its plane) in float, in increasing index order, as lrn.cpp does.
+#include "../lrn_gpu.hpp"
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
-#include "cortado/kernels/norm.hpp"
 
 namespace cortado {
 

@@ -1,10 +1,9 @@
-// pooling.cu — Pooling's kernels (kernels/dense.hpp). Forward: one thread per output, running
-// pooling_math.hpp's window arithmetic, the CPU's own, so outputs and argmaxes equal the CPU's bit for
-// bit (STOCHASTIC's samples too). Backward: one thread per input element gathers, in increasing output
-// order, the outputs whose windows hold it, and writes its gradient (no atomics, no zeroing pass).
+// pooling.cu — Pooling's kernels (their launchers end pooling_math.hpp). Forward: one thread per output,
+// running pooling_math.hpp's window arithmetic, the CPU's own, so outputs and argmaxes equal the CPU's
+// bit for bit (STOCHASTIC's samples too). Backward: one thread per input element gathers, in increasing
+// output order, the outputs whose windows hold it, and writes its gradient (no atomics, no zeroing pass).
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
-#include "cortado/kernels/dense.hpp"
-#include "../pooling_math.hpp"  // PoolWindow, MaxOfWindow, AverageOfWindow, StochasticPool*
+#include "../pooling_math.hpp"  // PoolShape, PoolWindow, MaxOfWindow, AverageOfWindow, StochasticPool*
 
 namespace cortado {
 

@@ -1,4 +1,4 @@
-// convolution_cudnn.cpp — Convolution's cuDNN engine (kernels/dense.hpp): descriptors for x, the
+// convolution_cudnn.cpp — Convolution's cuDNN engine (convolution_gpu.hpp): descriptors for x, the
 // weights, y and the bias; grouped, strided, padded, dilated cross-correlation on FP32 data, with TF32
 // tensor cores where the context allows them (Context::tf32), else strict FP32 (CUDNN_FMA_MATH).
 //
@@ -18,10 +18,10 @@
 #include <sstream>
 #include <vector>
 
+#include "../convolution_gpu.hpp"
 #include "cortado/cuda/cudnn_choice.hpp"
 #include "cortado/cuda/resources.hpp"  // cuda::Resources, CORTADO_CUDNN_CHECK
 #include "cortado/error.hpp"
-#include "cortado/kernels/dense.hpp"
 
 namespace cortado {
 

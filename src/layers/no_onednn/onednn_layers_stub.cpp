@@ -2,7 +2,7 @@
 // made with it, so the calls below are never reached.
 #include <glog/logging.h>
 
-#include "cortado/kernels/onednn.hpp"
+#include "../onednn_engine.hpp"
 
 namespace cortado {
 

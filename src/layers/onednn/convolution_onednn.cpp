@@ -1,4 +1,4 @@
-// convolution_onednn.cpp — Convolution with oneDNN's primitives (kernels/onednn.hpp).
+// convolution_onednn.cpp — Convolution with oneDNN's primitives (onednn_engine.hpp).
 //
 // Created once per shape: forward (training), backward data and backward weights (with the bias),
 // their scratchpads supplied by the caller (scratchpad_mode::user). With the native layout, x, y, the

@@ -1,4 +1,4 @@
-// lrn_onednn.cpp — LRN with oneDNN's primitives (kernels/onednn.hpp): forward (training, keeping its
+// lrn_onednn.cpp — LRN with oneDNN's primitives (onednn_engine.hpp): forward (training, keeping its
 // workspace for the backward) and backward, created once per shape, their scratchpads supplied by the
 // caller. kPlain runs on Cortado's NCHW buffers; kNative on channel blocks of 16 (8 when the channels
 // do not divide by 16), where oneDNN's fast code is, with x, y, dy and dx reordered through the scratch.

@@ -10,7 +10,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "cortado/kernels/onednn.hpp"
+#include "../onednn_engine.hpp"
 
 namespace cortado::onednn {
 

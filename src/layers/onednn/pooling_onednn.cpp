@@ -1,4 +1,4 @@
-// pooling_onednn.cpp — Pooling with oneDNN's primitives (kernels/onednn.hpp), on Cortado's NCHW
+// pooling_onednn.cpp — Pooling with oneDNN's primitives (onednn_engine.hpp), on Cortado's NCHW
 // buffers: forward (training: MAX records where each maximum was in the workspace) and backward,
 // created once per shape, their scratchpads supplied by the caller.
 #include <dnnl.hpp>

@@ -1,8 +1,7 @@
-// kernels/norm.hpp — launchers of the GPU kernels behind LRN (BatchNorm's, Scale's and Bias's arithmetic
-// is src/layers/batch_norm_math.hpp and scale_math.hpp, shared by both devices). No CUDA types, so
-// lrn.cpp calls them from Forward_gpu / Backward_gpu; they are defined in src/layers/cuda/lrn.cu
-// (CORTADO_GPU_ONLY: a CPU-only build needs no stub). Every pointer is a device pointer; everything
-// runs on the context's compute stream without waiting.
+// lrn_gpu.hpp — launchers of LRN's GPU kernels (cuda/lrn.cu), and LrnShape, which oneDNN's LRN
+// (onednn_engine.hpp) is made for too. No CUDA types, so lrn.cpp calls them from Forward_gpu /
+// Backward_gpu (CORTADO_GPU_ONLY: a CPU-only build needs no stub). Every pointer is a device pointer;
+// everything runs on the context's compute stream without waiting.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +11,6 @@
 
 namespace cortado {
 
-// ---- LRN (lrn.cu) --------------------------------------------------------------------------------
 // x, y, scale, dy, dx: (num, channels, height, width). The window of an element is the `size`
 // channels centred on it (across) or the size × size square centred on it in its own plane
 // (within), clipped to the blob (outside counts as zero); size is odd. With S = Σ_window x²:

@@ -1,5 +1,6 @@
-// onednn.hpp — what Cortado asks of oneDNN (onednn/*.cpp; a build without oneDNN links
-// no_onednn/ stubs that are never reached, since OneDnnEnabled() is false there).
+// onednn_engine.hpp — what the layers ask of oneDNN: Convolution's, Pooling's and LRN's CPU engine
+// (onednn/*.cpp; a build without oneDNN links no_onednn/ stubs that are never reached, since
+// OneDnnEnabled() is false there). cpu_gemm's use of oneDNN's SGEMM is src/core/onednn_math.hpp's.
 //
 // Everything works over Cortado's own buffers: activations NCHW, weights OIHW, row-major matrices.
 // Where oneDNN's fastest code wants other layouts ("native"), the data is reordered through the
@@ -12,20 +13,13 @@
 #include <memory>
 #include <string>
 
-#include "cortado/im2col.hpp"         // ConvGeometry
-#include "cortado/kernels/dense.hpp"  // PoolShape
-#include "cortado/kernels/norm.hpp"   // LrnShape
-#include "cortado/math.hpp"           // Trans
+#include "cortado/im2col.hpp"  // ConvGeometry
+#include "lrn_gpu.hpp"          // LrnShape
+#include "pooling_math.hpp"     // PoolShape
 
 namespace cortado {
 
 enum class OneDnnDataType { kFloat32, kBFloat16 };
-
-// C = alpha · op(A) · op(B) + beta · C (row-major, with leading dimensions), with oneDNN's SGEMM: its
-// kernels follow the CPU's instruction sets. Inside an OpenMP parallel region it runs on the calling
-// thread; outside, on the OpenMP threads.
-void OneDnnGemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
-                const float* b, int ldb, float beta, float* c, int ldc);
 
 // ---- Convolution ---------------------------------------------------------------------------------
 // kPlain: oneDNN's code for NCHW / OIHW data as Cortado holds it. kNative: the layouts oneDNN's

@@ -1,28 +1,29 @@
-// cudnn_stub.cpp — kernels/dense.hpp's cuDNN convolution in a CPU-only build: there is no cuDNN, and
-// every call is an Error saying the GPU path is missing (no GPU context can exist in such a build, so
-// none is reached in practice). The GPU launchers need no stubs (CORTADO_GPU_ONLY).
+// cudnn_stub.cpp — convolution_gpu.hpp's cuDNN convolution in a build without cuDNN (CPU-only, or CUDA
+// without cuDNN): BuiltWithCudnn() is false, so convolution.cpp picks the im2col engine, and a call
+// that reaches the cuDNN engine anyway is an Error saying it is missing. The GPU launchers need no stubs
+// (CORTADO_GPU_ONLY).
+#include "../convolution_gpu.hpp"
 #include "cortado/error.hpp"
-#include "cortado/kernels/dense.hpp"
 
 namespace cortado {
 
 namespace {
-[[noreturn]] void NoCuda() { Fail("this build of Cortado has no GPU support (rebuild with the CUDA toolkit)"); }
+[[noreturn]] void NoCudnn() { Fail("this build of Cortado has no cuDNN (rebuild with cuDNN, or use engine: CAFFE)"); }
 }  // namespace
 
 bool BuiltWithCudnn() { return false; }
-CudnnConvolutionPtr CreateCudnnConvolution() { NoCuda(); }
+CudnnConvolutionPtr CreateCudnnConvolution() { NoCudnn(); }
 size_t CudnnConvolutionReshape(Context&, CudnnConvolution&, int, int, int, const ConvGeometry&, size_t,
                                const std::string&) {
-  NoCuda();
+  NoCudnn();
 }
 void CudnnConvolutionForward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
                              void*, size_t) {
-  NoCuda();
+  NoCudnn();
 }
 void CudnnConvolutionBackward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
                               float*, float*, void*, size_t) {
-  NoCuda();
+  NoCudnn();
 }
 
 }  // namespace cortado

@@ -1,0 +1,49 @@
+// convolution_gpu.hpp — Convolution's GPU code: the im2col engine's kernels (cuda/convolution.cu), which
+// Deconvolution and Im2col use too, and the cuDNN engine (cudnn/convolution_cudnn.cpp). No CUDA types,
+// so the layers' .cpp files call them from Forward_gpu / Backward_gpu; in a CPU-only build
+// CORTADO_GPU_ONLY gives each launcher a body that throws, and no_cudnn/cudnn_stub.cpp stands in for
+// cuDNN in any build without it. Every pointer is a device pointer; everything runs on the context's
+// compute stream without waiting.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "cortado/context.hpp"
+#include "cortado/im2col.hpp"            // ConvGeometry
+#include "cortado/kernels/for_each.hpp"  // CORTADO_GPU_ONLY
+
+namespace cortado {
+
+// ---- Convolution, im2col engine (convolution.cu) -------------------------------------------------
+// One image (channels × height × width) to its column matrix (col_rows() × out_size()), the layout of
+// im2col.hpp with num = 1, and back (Col2ImGpu overwrites the image with the sum of its columns).
+CORTADO_GPU_ONLY(void Im2ColGpu(Context& ctx, const float* image, const ConvGeometry& g, float* col))
+CORTADO_GPU_ONLY(void Col2ImGpu(Context& ctx, const float* col, const ConvGeometry& g, float* image))
+
+// ---- Convolution, cuDNN engine (cudnn/convolution_cudnn.cpp) -------------------------------------
+// Whether this build has cuDNN (false in a CUDA build without it and in a CPU-only build, whose
+// versions of the functions below throw).
+bool BuiltWithCudnn();
+// One layer's cuDNN state: descriptors and the algorithms chosen for its shape, on FP32 data with TF32
+// tensor cores when ctx.tf32(), else strict FP32 (CUDNN_FMA_MATH).
+struct CudnnConvolution;
+using CudnnConvolutionPtr = std::unique_ptr<CudnnConvolution, void (*)(CudnnConvolution*)>;
+CudnnConvolutionPtr CreateCudnnConvolution();
+// Describes x (num, g.channels, g.height, g.width), weights (num_output, channels / group, kernel),
+// y (num, num_output, out_h, out_w) and picks, among cuDNN's ranked candidates, the fastest forward,
+// backward-data and backward-filter algorithms of an allowed math type (deterministic ones first when
+// the context's settings ask) whose workspace fits in workspace_limit bytes (logged once per change,
+// under `who`). Returns the workspace the three need: their maximum.
+size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& conv, int num, int num_output, int group,
+                               const ConvGeometry& g, size_t workspace_limit, const std::string& who);
+// y = conv(x, w) (+ bias, when not null).
+void CudnnConvolutionForward(Context& ctx, const CudnnConvolution& conv, const float* x, const float* w,
+                             const float* bias, float* y, void* workspace, size_t workspace_bytes);
+// dw += ∂/∂w and db += ∂/∂b (each skipped when null); dx = ∂/∂x (skipped when null).
+void CudnnConvolutionBackward(Context& ctx, const CudnnConvolution& conv, const float* x, const float* w,
+                              const float* dy, float* dw, float* db, float* dx, void* workspace,
+                              size_t workspace_bytes);
+
+}  // namespace cortado
