@@ -2,8 +2,7 @@
 // the GPU beyond the plain CPU-against-GPU comparisons (those, over several parameter settings and
 // sizes, are rows of layer_table_gpu_test.cpp): in place on the GPU against out of place on the CPU;
 // PReLU's slope gradient accumulating, without device allocation, and bit for bit the same over two
-// runs with several chunks per channel; Threshold's backward error. The layers also claim GPU support
-// exactly when built with CUDA.
+// runs with several chunks per channel; Threshold's backward error.
 #include <cstring>
 
 #include "cortado/error.hpp"
@@ -35,14 +34,6 @@ void ExpectGpuInPlaceMatchesCpu(const std::string& text, const std::vector<int>&
 }
 
 }  // namespace
-
-TEST(ActivationGpu, LayersClaimGpuSupportExactlyWhenBuiltWithCuda) {
-  Context ctx(Device::kCPU, 1);
-  for (const char* type : kTypes) {
-    auto layer = LayerRegistry::Create(ParseLayer(std::string("name: 'x' type: '") + type + "'"), ctx);
-    EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << type;
-  }
-}
 
 TEST(ActivationGpu, InPlaceMatchesCpu) {
   SKIP_WITHOUT_GPU();

@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "cortado/gpu.hpp"  // BuiltWithCuda
 #include "cortado/layer_registry.hpp"
 #include "gpu_compare.hpp"
 
@@ -613,6 +614,18 @@ TEST(LayerTable, EveryRowRunsOnTheCpu) {
     } catch (const std::exception& e) {
       ADD_FAILURE() << "threw: " << e.what();
     }
+  }
+}
+
+// A type with rows has GPU code exactly when the build has CUDA (Layer::HasGpuImplementation's default;
+// a GPU net runs a layer without it on the CPU), so every row's comparison runs the GPU path.
+TEST(LayerTable, EveryRowTypeClaimsGpuSupportExactlyWhenBuiltWithCuda) {
+  Context ctx(Device::kCPU, 1);
+  std::set<std::string> checked;
+  for (const Row& row : Rows()) {
+    if (!checked.insert(row.type).second) continue;
+    auto layer = LayerRegistry::Create(ParseLayer(row.layer), ctx);
+    EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << row.type;
   }
 }
 

@@ -3,7 +3,6 @@
 // layer_table_gpu_test.cpp): in place against the CPU (ReLU plain and leaky, Sigmoid, TanH, Dropout in
 // TEST), Dropout's TEST phase without a mask buffer and its TRAIN phase (the mask's values, kept
 // fraction, reuse by Backward, in place, seeding), EuclideanLoss's hand-computed loss and gradients.
-// The layers also claim GPU support exactly when built with CUDA.
 #include <cmath>
 #include <random>
 
@@ -60,14 +59,6 @@ void ExpectInPlaceMatchesCpu(const std::string& text, const std::vector<int>& sh
 }
 
 }  // namespace
-
-TEST(NeuronGpu, LayersClaimGpuSupportExactlyWhenBuiltWithCuda) {
-  Context ctx(Device::kCPU, 1);
-  for (const char* type : {"ReLU", "Sigmoid", "TanH", "Dropout", "EuclideanLoss"}) {
-    auto layer = LayerRegistry::Create(ParseLayer(std::string("name: 'x' type: '") + type + "'"), ctx);
-    EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << type;
-  }
-}
 
 TEST(NeuronGpu, InPlaceMatchesCpu) {
   SKIP_WITHOUT_GPU();

@@ -2,7 +2,7 @@
 // CPU-against-GPU comparisons of Split, Flatten, Reshape, Silence, Concat, Slice, Eltwise, Input and
 // DummyData (rows of layer_table_gpu_test.cpp): Silence zeroes the bottom diffs, Eltwise MAX's ties
 // go to the first bottom, DummyData refills every Forward with the CPU's draws and names itself in an
-// unknown filler's error. The layers also claim GPU support exactly when built with CUDA.
+// unknown filler's error.
 #include <random>
 
 #include "cortado/error.hpp"
@@ -11,15 +11,6 @@
 #include "gpu_compare.hpp"
 
 namespace cortado::test {
-
-TEST(StructureGpu, LayersClaimGpuSupportExactlyWhenBuiltWithCuda) {
-  Context ctx(Device::kCPU, 1);
-  for (const char* type : {"Split", "Flatten", "Reshape", "Silence", "Concat", "Slice", "Eltwise", "Input",
-                           "DummyData"}) {
-    auto layer = LayerRegistry::Create(ParseLayer(std::string("name: 'x' type: '") + type + "'"), ctx);
-    EXPECT_EQ(layer->HasGpuImplementation(), BuiltWithCuda()) << type;
-  }
-}
 
 TEST(StructureGpu, SilenceZeroesTheBottomDiffs) {
   SKIP_WITHOUT_GPU();
