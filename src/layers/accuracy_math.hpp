@@ -46,10 +46,7 @@ struct Count {
   CORTADO_HOST_DEVICE void operator()(int64_t p, double* sums) const {
     const int l = LabelOf(r.label[p]);
     if (r.Ignored(l)) return;
-    if (l < 0 || l >= r.channels) {
-      loss::KeepFirst(flag, p);
-      return;
-    }
+    if (!loss::InRangeOrFlagged(l, r.channels, flag, p)) return;
     sums[0] += r.Hit(p, l) ? 1 : 0;
     sums[1] += 1;
   }

@@ -96,12 +96,12 @@ class BatchNormLayer : public EitherDevice<Layer> {
       const batch_norm::StoreStats store_stats{static_cast<double>(m), eps_, maf_, correction, mean, std,
                                                blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data()};
       if (ctx_.device() == Device::kGPU) {
-        ChannelSums(ctx_, Layout(), partials_->data(), batch_norm::SumOfX{x}, store_mean);
+        ChannelSums(ctx_, Layout(), partials_->data(), SumOfValues{x}, store_mean);
         ChannelSums(ctx_, Layout(), partials_->data(), batch_norm::SumOfSquares{x, mean}, store_stats);
       } else {  // each channel's two sums while it is in cache
 #pragma omp parallel for schedule(static) if (Parallel())
         for (int c = 0; c < channels_; ++c) {
-          double total = ChannelSumCpu<0>(Layout(), c, batch_norm::SumOfX{x});
+          double total = ChannelSumCpu<0>(Layout(), c, SumOfValues{x});
           store_mean(c, &total);
           total = ChannelSumCpu<0>(Layout(), c, batch_norm::SumOfSquares{x, mean});
           store_stats(c, &total);

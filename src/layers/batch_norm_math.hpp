@@ -9,16 +9,13 @@
 
 #include <cstdint>
 
+#include "cortado/kernels/channel_sums.hpp"  // SumOfValues
 #include "cortado/kernels/for_each.hpp"
 
 namespace cortado::batch_norm {
 
 // ---- the sums: term(i, c, sum) adds element i's share to sum[0 .. kSums) ------------------------------
-struct SumOfX {
-  static constexpr int kSums = 1;
-  const float* x;
-  CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const { sum[0] += x[i]; }
-};
+// Σx: kernels/channel_sums.hpp's SumOfValues.
 struct SumOfSquares {  // Σ(x − mean)², the difference taken in float
   static constexpr int kSums = 1;
   const float* x;

@@ -37,6 +37,14 @@ CORTADO_HOST_DEVICE inline void KeepFirst(unsigned* flag, int64_t position) {
 #endif
 }
 
+// Whether class label l (of position p) lies in [0, classes): a term counts it; one outside is flagged
+// at p for the layer's one-line error, and the term skips it (never reading through it).
+CORTADO_HOST_DEVICE inline bool InRangeOrFlagged(int l, int64_t classes, unsigned* flag, int64_t p) {
+  if (l >= 0 && l < classes) return true;
+  KeepFirst(flag, p);
+  return false;
+}
+
 // Total's finish: n = max(the count when by_count, else `fixed`, 1) is kept at work[kNormalizer], and
 // the loss top gets Σ loss / n. A Term adds a position's loss to sums[0] and, when it counts, 1 to
 // sums[1].

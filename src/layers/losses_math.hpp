@@ -129,10 +129,7 @@ struct HingeTerm {
   bool l2;
   CORTADO_HOST_DEVICE void operator()(int64_t i, double* sums) const {
     const int l = LabelOf(label[i]);
-    if (l < 0 || l >= dim) {
-      KeepFirst(flag, i);
-      return;
-    }
+    if (!InRangeOrFlagged(l, dim, flag, i)) return;
     for (int64_t j = 0; j < dim; ++j) {
       const float m = MaxOf(0.0f, 1.0f + (j == l ? -x[i * dim + j] : x[i * dim + j]));
       sums[0] += l2 ? m * m : m;
@@ -172,10 +169,7 @@ struct MultinomialLogisticTerm {
   int64_t dim;
   CORTADO_HOST_DEVICE void operator()(int64_t i, double* sums) const {
     const int l = LabelOf(label[i]);
-    if (l < 0 || l >= dim) {
-      KeepFirst(flag, i);
-      return;
-    }
+    if (!InRangeOrFlagged(l, dim, flag, i)) return;
     sums[0] -= logf(MaxOf(prob[i * dim + l], kMultinomialLogThreshold));
   }
 };

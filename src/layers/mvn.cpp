@@ -58,7 +58,7 @@ class MVNLayer : public EitherDevice<Layer> {
     float* stats = stats_->data();
     float* partials = partials_ ? partials_->data() : nullptr;
     const ChannelLayout rows = RowLayout(rows_, dim_);
-    RowSums(ctx_, rows_, dim_, partials, mvn::SumOfX{x}, mvn::StoreMean{dim_, stats});
+    RowSums(ctx_, rows_, dim_, partials, SumOfValues{x}, mvn::StoreMean{dim_, stats});
     MapChannels(ctx_, rows, mvn::Center{stats}, y, x);
     if (!normalize_variance_) return;
     RowSums(ctx_, rows_, dim_, partials, mvn::SumOfSquares{y}, mvn::StoreScale{dim_, eps_, scale_->data()});

@@ -15,16 +15,13 @@
 
 #include <cstdint>
 
+#include "cortado/kernels/channel_sums.hpp"  // SumOfValues
 #include "cortado/kernels/for_each.hpp"
 
 namespace cortado::mvn {
 
 // ---- Forward ------------------------------------------------------------------------------------
-struct SumOfX {
-  static constexpr int kSums = 1;
-  const float* x;
-  CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const { sum[0] += x[i]; }
-};
+// Σx: kernels/channel_sums.hpp's SumOfValues.
 struct StoreMean {  // stats[2·row] = Σx / dim
   int64_t dim;
   float* stats;

@@ -17,12 +17,20 @@
 
 #include "cortado/context.hpp"
 #include "cortado/kernels/for_each.hpp"
+#include "neuron_math.hpp"  // SigmoidForward
 
 namespace cortado::recurrent {
 
-CORTADO_HOST_DEVICE inline float Sigmoid(float x) { return 1.0f / (1.0f + expf(-x)); }
-
 // ---- LSTMUnit -------------------------------------------------------------------------------------
+// Unit j's gates from its stream's gate inputs xn = [i' f' o' g'] (4·d values).
+struct Gates {
+  float i, f, o, g;
+};
+CORTADO_HOST_DEVICE inline Gates GatesOf(const float* xn, int64_t d, int64_t j) {
+  const neuron::SigmoidForward sigmoid;
+  return {sigmoid(xn[j]), sigmoid(xn[d + j]), sigmoid(xn[2 * d + j]), tanhf(xn[3 * d + j])};
+}
+
 // Index (n, j) = n·d + j of c_prev, c and h (N, D).
 struct LstmUnitForwardStep {
   int64_t d;
@@ -33,9 +41,7 @@ struct LstmUnitForwardStep {
   float* h;
   CORTADO_HOST_DEVICE void operator()(int64_t index) const {
     const int64_t n = index / d, j = index % d;
-    const float* xn = x + 4 * d * n;
-    const float i = Sigmoid(xn[j]), f = Sigmoid(xn[d + j]), o = Sigmoid(xn[2 * d + j]);
-    const float g = tanhf(xn[3 * d + j]);
+    const auto [i, f, o, g] = GatesOf(x + 4 * d * n, d, j);
     const float cv = cont[n] * f * c_prev[index] + i * g;
     c[index] = cv;
     h[index] = o * tanhf(cv);
@@ -55,9 +61,7 @@ struct LstmUnitBackwardStep {
   float* dx;
   CORTADO_HOST_DEVICE void operator()(int64_t index) const {
     const int64_t n = index / d, j = index % d;
-    const float* xn = x + 4 * d * n;
-    const float i = Sigmoid(xn[j]), f = Sigmoid(xn[d + j]), o = Sigmoid(xn[2 * d + j]);
-    const float g = tanhf(xn[3 * d + j]);
+    const auto [i, f, o, g] = GatesOf(x + 4 * d * n, d, j);
     const float tanh_c = tanhf(c[index]);
     const float dc_term = dc[index] + dh[index] * o * (1.0f - tanh_c * tanh_c);
     if (dc_prev) dc_prev[index] = cont[n] * f * dc_term;

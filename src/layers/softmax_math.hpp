@@ -165,10 +165,7 @@ struct LossTerm {
   CORTADO_HOST_DEVICE void operator()(int64_t p, double* sums) const {
     const int l = LabelOf(labels.label[p]);
     if (labels.Ignored(l)) return;
-    if (!labels.Valid(l)) {
-      loss::KeepFirst(flag, p);
-      return;
-    }
+    if (!loss::InRangeOrFlagged(l, labels.channels, flag, p)) return;
     sums[0] -= logf(MaxOf(prob[BaseOf(p, labels.channels, labels.inner) + l * labels.inner], FLT_MIN));
     sums[1] += 1;
   }
@@ -212,10 +209,7 @@ struct InfogainTerm {
   CORTADO_HOST_DEVICE void operator()(int64_t p, double* sums) const {
     const int l = LabelOf(labels.label[p]);
     if (labels.Ignored(l)) return;
-    if (!labels.Valid(l)) {
-      loss::KeepFirst(flag, p);
-      return;
-    }
+    if (!loss::InRangeOrFlagged(l, labels.channels, flag, p)) return;
     const int64_t channels = labels.channels, inner = labels.inner, base = BaseOf(p, channels, inner);
     for (int64_t c = 0; c < channels; ++c)
       sums[0] -= static_cast<double>(h[l * channels + c]) * logf(MaxOf(prob[base + c * inner], kInfogainLogThreshold));

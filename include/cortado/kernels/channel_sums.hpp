@@ -4,11 +4,14 @@
 // (num, channels, spatial), each channel's m = num · spatial values are cut into `chunks` pieces of
 // one block each, so that a few channels still fill the GPU; every block stores its sums (doubles) in
 // the scratch, and a small kernel then adds each channel's partial sums in a fixed order (no atomics:
-// the same inputs give the same bits, eagerly and in a CUDA graph). No CUDA types.
+// the same inputs give the same bits, eagerly and in a CUDA graph). Also the simplest term of such sums,
+// SumOfValues. No CUDA types.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
+
+#include "cortado/kernels/for_each.hpp"  // CORTADO_HOST_DEVICE
 
 namespace cortado {
 
@@ -24,6 +27,14 @@ inline int64_t ChannelSumChunks(int64_t num, int64_t channels, int64_t spatial) 
   const int64_t most = (num * spatial + kChannelSumMinChunk - 1) / kChannelSumMinChunk;
   return std::max<int64_t>(1, std::min(wanted, most));
 }
+
+// The simplest term of the sums (kernels/for_each.hpp's ChannelSums, row_sums.hpp's RowSums): Σx over
+// each channel or row, BatchNorm's and MVN's means.
+struct SumOfValues {
+  static constexpr int kSums = 1;
+  const float* x;
+  CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const { sum[0] += x[i]; }
+};
 
 // Floats of scratch for `sums` sums per channel: a double per (sum, channel, chunk).
 inline int ChannelSumScratchFloats(int64_t num, int64_t channels, int64_t spatial, int sums) {

@@ -12,7 +12,7 @@ CORTADO_GPU_MAP(GlobalStd, float*, const float*);
 CORTADO_GPU_MAP_CHANNELS(Normalize, float*, const float*);
 CORTADO_GPU_MAP_CHANNELS(batch_norm::Backward, float*, const float*, const float*);
 CORTADO_GPU_MAP_CHANNELS(GlobalBackward, float*, const float*);
-CORTADO_GPU_CHANNEL_SUMS(SumOfX, StoreMean);
+CORTADO_GPU_CHANNEL_SUMS(SumOfValues, StoreMean);
 CORTADO_GPU_CHANNEL_SUMS(SumOfSquares, StoreStats);
 CORTADO_GPU_CHANNEL_SUMS(SumOfDyAndDyX, StoreMeans);
 
