@@ -6,7 +6,8 @@
 //      learnable blobs), Reshape (sets top shapes and the shapes of scratch buffers). Nothing is
 //      allocated: shapes only;
 //   3. the Net's memory plan binds tops, learnable blobs (inside the flat parameter buffer) and the
-//      buffers listed by scratch_buffers() to arena memory;
+//      buffers listed by scratch_buffers() to arena memory, then calls OnMemoryBound (a layer may time
+//      its engines on its real buffers there);
 //   4. InitParams() fills learnable blobs with their fillers (skipped when weights are copied in);
 //   5. Forward / Backward, any number of times, with no allocation.
 //
@@ -41,6 +42,20 @@ class Layer {
   // Fills learnable blobs after they are bound. Default: weight_filler / bias_filler of the layer's
   // own parameter message are the layer's job; layers without parameters do nothing.
   virtual void InitParams() {}
+  // What OnMemoryBound may overwrite besides its tops' data: which passes the net will run.
+  struct BoundPasses {
+    bool backward = false;             // the net runs this layer's Backward (its tops have diffs)
+    std::vector<bool> propagate_down;  // per bottom: Backward writes its diff
+    bool param_diffs = false;          // the learnable blobs' diffs are this net's own, cleared after the call
+  };
+  // Called once by the Net when every blob is bound (tops, bottoms, learnable blobs, scratch buffers,
+  // the shared workspace), before loss weights, fillers or copied weights are written and before the
+  // first pass; eager, never inside a CUDA graph capture. A layer that times its engines on its real
+  // buffers (cuDNN's algorithms) does it here, and may reshape its scratch buffers within their
+  // capacity. The buffers hold garbage: the layer may overwrite its tops' data and the diffs `passes`
+  // names, but must only read its learnable blobs' data (possibly another net's trained weights).
+  // Default: nothing.
+  virtual void OnMemoryBound(const BlobVec& bottom, const BlobVec& top, const BoundPasses& passes) {}
 
   // ---- running -----------------------------------------------------------------------------------
   // Runs the forward pass on the context's device and returns this layer's weighted loss.

@@ -26,8 +26,9 @@
 // im2col, engine ONEDNN (or the CPU engine onednn) takes oneDNN's native layouts without timing.
 //
 // GPU (convolution_gpu.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
-// (cudnn/convolution_cudnn.cpp: algorithms picked when the layer is shaped, their workspace a
-// buffer of at most the context's cudnn_workspace_limit, shared by all layers). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
+// (cudnn/convolution_cudnn.cpp: candidates listed when the layer is shaped, timed on its real buffers
+// once they are bound (OnMemoryBound), their workspace a buffer of at most the context's
+// cudnn_workspace_limit, shared by all layers). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
 // by image: im2col into one image's columns (cuda/convolution.cu), one gpu_gemm per group straight
 // into the top, the bias added over the whole batch; backward the same way, col2im for the data
 // gradient.
@@ -169,6 +170,23 @@ class ConvolutionLayer : public Layer {
   const char* chosen_engine() const override {
     if (ctx_.device() == Device::kGPU) return cudnn_ || plan_cudnn_ ? "cudnn" : "im2col";
     return onednn_ ? (onednn_layout_ == OneDnnLayout::kNative ? "onednn" : "onednn_plain") : "im2col";
+  }
+
+  // GPU with cuDNN: the algorithms are timed on the layer's real buffers and the net's workspace
+  // (convolution_gpu.hpp); only the passes the net runs, and the weights only read.
+  void OnMemoryBound(const BlobVec& bottom, const BlobVec& top, const BoundPasses& passes) override {
+    if (!cudnn_) return;
+    CudnnConvolutionBuffers b;
+    b.x = bottom[0]->data();
+    b.w = blobs_[0]->data();
+    b.y = top[0]->data();
+    if (passes.backward) b.dy = top[0]->diff();
+    if (passes.propagate_down[0]) b.dx = bottom[0]->diff();
+    if (passes.param_diffs && param_propagate_down(0)) b.dw = blobs_[0]->diff();
+    b.workspace = workspace_->data();
+    b.workspace_bytes = WorkspaceCapacityBytes();
+    workspace_->Reshape(std::vector<int>{FloatsFor(CudnnConvolutionMeasure(ctx_, *cudnn_, b, Describe()))});
+    memory_bound_ = true;
   }
 
   void InitParams() override {
@@ -457,7 +475,8 @@ class ConvolutionLayer : public Layer {
     if (cudnn_ || plan_cudnn_) {
       // Once bound, the workspace cannot grow: the algorithms must fit in what it has.
       const size_t most = ctx_.gpu_settings().cudnn_workspace_limit;
-      const size_t limit = workspace_->data() == nullptr ? most : std::min(most, WorkspaceCapacityBytes());
+      const bool bound = memory_bound_ || workspace_->data() != nullptr;
+      const size_t limit = bound ? std::min(most, WorkspaceCapacityBytes()) : most;
       const size_t bytes =
           plan_cudnn_ ? limit : CudnnConvolutionReshape(ctx_, *cudnn_, num_, num_output_, group_, geom_, limit, Describe());
       workspace_->Reshape(std::vector<int>{FloatsFor(bytes)});
@@ -534,6 +553,7 @@ class ConvolutionLayer : public Layer {
   Blob* workspace_ = nullptr;       // GPU nets: cuDNN's workspace (empty for the im2col engine)
   CudnnConvolutionPtr cudnn_{nullptr, nullptr};  // GPU with cuDNN: descriptors and algorithms
   bool plan_cudnn_ = false;                        // a plan-only GPU context: cuDNN's workspace limit counts
+  bool memory_bound_ = false;                      // OnMemoryBound ran: the workspace cannot grow
 };
 
 CORTADO_REGISTER_LAYER(Convolution, ConvolutionLayer);

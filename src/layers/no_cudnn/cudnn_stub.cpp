@@ -17,6 +17,9 @@ size_t CudnnConvolutionReshape(Context&, CudnnConvolution&, int, int, int, const
                                const std::string&) {
   NoCudnn();
 }
+size_t CudnnConvolutionMeasure(Context&, CudnnConvolution&, const CudnnConvolutionBuffers&, const std::string&) {
+  NoCudnn();
+}
 void CudnnConvolutionForward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
                              void*, size_t) {
   NoCudnn();
