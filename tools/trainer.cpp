@@ -65,6 +65,8 @@ DEFINE_int32(cudnn_workspace_limit_mb, -1, "GPU: the most workspace one cuDNN co
              "solver field cudnn_workspace_limit_mb, default 1024)");
 DEFINE_bool(memory_reuse, true, "Let buffers whose lifetimes do not overlap share memory (as the solver and net "
             "field memory_reuse); --memory_reuse=false gives each its own, for debugging");
+DEFINE_bool(fuse, true, "Run chains of layers that run faster as one (BatchNorm, Scale, ReLU) fused, each layer keeping "
+            "its blobs (as the solver and net field fuse); --fuse=false runs every layer on its own");
 DEFINE_bool(metrics, true, "train: write <snapshot prefix>_metrics.jsonl beside the snapshots, one JSON object per "
             "display and test (--metrics=false: as the solver field write_metrics: false)");
 DEFINE_bool(plan_only, false, "train, time: print the memory plan of the nets (on --gpu's device, which need not be "
@@ -144,6 +146,7 @@ void ApplyNetFlags(cortado::NetParameter* param) {
                     " has no data or input layer whose batch could be set");
   }
   if (!FLAGS_memory_reuse) param->set_memory_reuse(false);
+  if (!FLAGS_fuse) param->set_fuse(false);
 }
 
 cortado::NetState StateFromFlags(cortado::Phase phase) {

@@ -21,6 +21,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cortado/blob.hpp"
@@ -78,6 +79,20 @@ class Net {
   void PrepareStep();
   void ForwardOnDevice(int start, int end);
   float* loss_device() const { return loss_device_; }
+
+  // ---- chains run fused (net_fusion.cpp) ---------------------------------------------------------
+  // With NetParameter.fuse (the default), chains of layers that run faster as one are run by one fused
+  // layer (src/layers/fusion.hpp): BatchNorm → [Scale] → [ReLU | Sigmoid], Eltwise SUM → ReLU. The
+  // chain's layers stay in the net, with their names, blobs and buffers; a pass runs the fused layer's
+  // forward at the chain's first layer and its backward at its last (the first that backward reaches),
+  // and nothing at the chain's other layers. A range (ForwardFromTo, BackwardFromTo) that covers only
+  // part of a chain runs that chain layer by layer. The intermediate blobs' diffs are not written by a
+  // fused backward pass, so KeepReadable of such a blob runs its chain layer by layer.
+  // Layer i's forward and backward as a whole pass runs them (trainer time reports per layer this way).
+  float ForwardLayer(int i);
+  void BackwardLayer(int i);
+  // The fused layer that runs in layer i's place, or null.
+  const Layer* fused_layer_at(int i) const;
 
   // ---- weights -----------------------------------------------------------------------------------
   // Copies blobs by layer name from a trained net (V0 and V1 nets are upgraded first, see upgrade.hpp).
@@ -148,6 +163,21 @@ class Net {
   // on every pass. Setup shaped them for the largest case, so nothing grows past its memory.
   void FollowShapeChanges(int i);
   bool FromOtherNet(const Blob* param) const;  // one of params_shared_from_other_
+  void FuseChains();
+  void Unfuse(int chain);
+  // What runs as layer i's forward (backward) in a pass over start..end: its chain's fused layer when the
+  // range covers the chain (at the chain's first layer forward, its last backward; nothing at the
+  // others), else the layer itself. False: nothing runs there.
+  struct LayerRun {
+    Layer* layer = nullptr;
+    const BlobVec* bottom = nullptr;
+    const BlobVec* top = nullptr;
+    const std::vector<bool>* propagate_down = nullptr;
+  };
+  bool ForwardRun(int i, int start, int end, LayerRun* run);
+  bool BackwardRun(int i, int start, int end, LayerRun* run);
+  // The first and last layer of layer i's fused chain ((i, i) when it is in none).
+  std::pair<int, int> FusedSpan(int i) const;
 
   std::string name_;
   std::string source_;
@@ -201,6 +231,19 @@ class Net {
   };
   std::vector<PlannedAddresses> planned_addresses_;
   std::function<void(int)> backward_observer_;
+
+  // Fused chains (net_fusion.cpp): layers first..last run as `layer`.
+  struct FusedChain {
+    std::unique_ptr<Layer> layer;
+    int first = 0, last = 0;
+    BlobVec bottom, top;
+    std::vector<bool> propagate_down;
+    bool runs_backward = false;
+    std::vector<int> inner_blobs;  // blobs whose diffs the fused backward does not write
+  };
+  bool fuse_ = true;
+  std::vector<FusedChain> chains_;
+  std::vector<int> chain_of_;  // per layer: its chain in chains_, or −1
 };
 
 }  // namespace cortado

@@ -21,6 +21,7 @@ NetParameter ReadNet(const std::string& path, int phase, int level, const std::v
   // A script reads any blob after a pass (pycaffe's behaviour): every blob keeps memory of its own
   // unless the prototxt asks for reuse.
   if (!param.has_memory_reuse()) param.set_memory_reuse(false);
+  if (!param.has_fuse()) param.set_fuse(false);  // every blob's diff written, as Python reads them
   NetState* state = param.mutable_state();
   state->set_phase(static_cast<Phase>(phase));
   state->set_level(level);

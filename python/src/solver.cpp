@@ -51,6 +51,7 @@ PySolver MakeSolver(const std::string& path, const std::string& type) {
   param.set_device_id(s.gpu_id);
   if (s.seed >= 0 && !param.has_random_seed()) param.set_random_seed(s.seed);
   if (!param.has_memory_reuse()) param.set_memory_reuse(false);  // every blob readable from Python
+  if (!param.has_fuse()) param.set_fuse(false);  // every blob's diff written, as Python reads them
   auto holder = std::make_shared<SolverHolder>();
   holder->solver = std::make_unique<Solver>(param, path);
   return PySolver{holder};

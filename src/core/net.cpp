@@ -28,6 +28,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
   force_backward_ = param.force_backward();
   runs_backward_ = phase_ == TRAIN || force_backward_;
   memory_reuse_ = param.memory_reuse();
+  fuse_ = param.fuse();
   LOG(INFO) << "Initializing net from parameters: " << source_ << " (" << name_ << ", phase "
             << Phase_Name(phase_) << ")";
   if (ctx_.device() == Device::kCPU) WarnIfBlasKernelsAreSlow();  // once per process
@@ -128,6 +129,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
     LOG(INFO) << "This network produces output " << blob_names_[id];
   }
   DecideBackward(param);
+  FuseChains();
   if (ctx_.device() == Device::kGPU) CheckLabelsAtTheirSource();
   LogChosenEngines();
   LOG(INFO) << "Network initialization done.";

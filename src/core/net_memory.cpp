@@ -50,6 +50,10 @@ struct Buffer {
     first = std::min(first, step);
     last = std::max(last, step);
   }
+  void UseOver(std::pair<int, int> steps) {
+    UseAt(steps.first);
+    UseAt(steps.second);
+  }
 };
 
 }  // namespace
@@ -65,7 +69,11 @@ void Net::KeepReadable(const std::vector<std::string>& blob_names) {
   CHECK(!initialized_) << "KeepReadable after Initialize";
   for (const std::string& name : blob_names) {
     CORTADO_REQUIRE(has_blob(name), source_, ": there is no blob named '", name, "' to read");
-    keep_readable_.insert(blob_index_.at(name));
+    const int id = blob_index_.at(name);
+    keep_readable_.insert(id);
+    for (size_t c = 0; c < chains_.size(); ++c)  // a fused backward pass leaves its diff unwritten
+      if (std::find(chains_[c].inner_blobs.begin(), chains_[c].inner_blobs.end(), id) != chains_[c].inner_blobs.end())
+        Unfuse(static_cast<int>(c));
   }
 }
 
@@ -129,32 +137,35 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
     if (Buffer* diff = diff_of(blob)) diff->pinned = true;
   };
 
-  // When each is used.
+  // When each is used. A blob that a fused chain's layer uses is used over the whole chain's steps, as
+  // the fused layer may write it at another of them (net_fusion.cpp).
   std::vector<Blob*> workspaces;
   for (int i = 0; i < num_layers; ++i) {
     Layer& layer = *layers_[i];
     const std::vector<int>& bottoms = bottom_id_vecs_[i];
     const std::vector<int>& tops = top_id_vecs_[i];
-    for (int b : bottoms) data_of(b).UseAt(i);
+    const std::pair<int, int> chain = FusedSpan(i);
+    const std::pair<int, int> forward{chain.first, chain.second};
+    const std::pair<int, int> backward{backward_step(chain.second), backward_step(chain.first)};
+    for (int b : bottoms) data_of(b).UseOver(forward);
     for (size_t j = 0; j < tops.size(); ++j) {
-      data_of(tops[j]).UseAt(i);
+      data_of(tops[j]).UseOver(forward);
       if (layer.loss(static_cast<int>(j)) != 0) pin(tops[j]);  // its diff holds the loss weight
       if (bottoms.empty()) pin(tops[j]);                        // a data layer's top
     }
     if (runs_backward(i)) {
-      const int step = backward_step(i);
       for (size_t j = 0; j < bottoms.size(); ++j) {
-        if (layer.BackwardReadsBottomData(static_cast<int>(j))) data_of(bottoms[j]).UseAt(step);
+        if (layer.BackwardReadsBottomData(static_cast<int>(j))) data_of(bottoms[j]).UseOver(backward);
         Buffer* diff = diff_of(bottoms[j]);
         if (diff != nullptr && bottom_need_backward_[i][j]) {
-          diff->UseAt(step);
+          diff->UseOver(backward);
           diff->written = true;
         }
       }
       for (size_t j = 0; j < tops.size(); ++j) {
-        if (layer.BackwardReadsTopData(static_cast<int>(j))) data_of(tops[j]).UseAt(step);
+        if (layer.BackwardReadsTopData(static_cast<int>(j))) data_of(tops[j]).UseOver(backward);
         if (Buffer* diff = diff_of(tops[j])) {
-          diff->UseAt(step);
+          diff->UseOver(backward);
           diff->read = true;
         }
       }
@@ -283,6 +294,18 @@ void Net::Initialize() {
         top->ShareData(*bottom_vecs_[i][0]);
       }
     }
+  }
+  // Layers that time their engines on the bound buffers (Layer::OnMemoryBound) do it before anything
+  // that matters is written: the loss weights, the parameters, the cleared gradients.
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    Layer::BoundPasses passes;
+    passes.backward = runs_backward_ && layer_need_backward_[i];
+    passes.propagate_down.assign(bottom_vecs_[i].size(), false);
+    if (passes.backward) passes.propagate_down = bottom_need_backward_[i];
+    passes.param_diffs = passes.backward;  // another net's gradients must keep their values
+    for (const auto& p : layers_[i]->blobs())
+      if (FromOtherNet(p.get())) passes.param_diffs = false;
+    layers_[i]->OnMemoryBound(bottom_vecs_[i], top_vecs_[i], passes);
   }
   for (size_t i = 0; i < layers_.size(); ++i)
     for (size_t j = 0; j < top_vecs_[i].size(); ++j) {

@@ -53,7 +53,8 @@ float Net::ForwardFromTo(int start, int end) {
   try {
     for (int i = start; i <= end; ++i) {
       FollowShapeChanges(i);
-      loss += layers_[i]->Forward(bottom_vecs_[i], top_vecs_[i]);
+      LayerRun run;
+      if (ForwardRun(i, start, end, &run)) loss += run.layer->Forward(*run.bottom, *run.top);
     }
   } catch (const Error& e) {
     throw Error(source_ + ": " + e.what());  // a bad label or record: name the prototxt as setup does
@@ -76,7 +77,8 @@ void Net::ForwardOnDevice(int start, int end) {
   try {
     for (int i = start; i <= end; ++i) {
       FollowShapeChanges(i);
-      layers_[i]->ForwardOnDevice(bottom_vecs_[i], top_vecs_[i], loss_device_);
+      LayerRun run;
+      if (ForwardRun(i, start, end, &run)) run.layer->ForwardOnDevice(*run.bottom, *run.top, loss_device_);
     }
   } catch (const Error& e) {
     throw Error(source_ + ": " + e.what());  // a bad label or record: name the prototxt as setup does
@@ -91,7 +93,8 @@ void Net::BackwardFromTo(int start, int end) {
   CHECK(runs_backward_) << "Backward on a TEST net without force_backward";
   CHECK(start < static_cast<int>(layers_.size()) && end >= 0) << "BackwardFromTo(" << start << ", " << end << ")";
   for (int i = start; i >= end; --i) {
-    if (layer_need_backward_[i]) layers_[i]->Backward(top_vecs_[i], bottom_need_backward_[i], bottom_vecs_[i]);
+    LayerRun run;
+    if (BackwardRun(i, start, end, &run)) run.layer->Backward(*run.top, *run.propagate_down, *run.bottom);
     if (backward_observer_) backward_observer_(i);
   }
 }

@@ -4,6 +4,8 @@
 //   SUM's accumulation: y = y + c_k·x_k (Map).
 //   MAX's step for bottom k: where x > y (strict, so ties keep the earlier bottom), y = x and mask = k
 //     (ForEach: two outputs per element); its gradient: dx_k = mask == k ? dy : 0 (Map).
+//   SUM of two bottoms fused with a ReLU in place on the sum (eltwise_relu.cpp):
+//     y = relu(c_0·x_0 + c_1·x_1) and dx_k = c_k·dy where y > 0, else c_k·slope·dy (Map).
 #pragma once
 
 #include <cstdint>
@@ -33,6 +35,18 @@ struct MaxStep {  // element i: the running maximum y and the winner's index in 
 struct MaxBackward {  // dx = mask == k ? dy : 0
   float k;
   CORTADO_HOST_DEVICE float operator()(float mask, float dy) const { return mask == k ? dy : 0.0f; }
+};
+
+struct SumReLU {  // relu(c0·x0 + c1·x1), slope ≥ 0 for x < 0
+  float c0, c1, slope;
+  CORTADO_HOST_DEVICE float operator()(float x0, float x1) const {
+    const float z = c0 * x0 + c1 * x1;
+    return z > 0 ? z : slope * z;
+  }
+};
+struct SumReLUBackward {  // c · dy · (y > 0 ? 1 : slope)
+  float coeff, slope;
+  CORTADO_HOST_DEVICE float operator()(float y, float dy) const { return coeff * (dy * (y > 0 ? 1.0f : slope)); }
 };
 
 }  // namespace cortado::eltwise

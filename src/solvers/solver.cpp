@@ -246,6 +246,7 @@ void Solver::InitTrainNet() {
   LOG(INFO) << "Creating training net from " << source;
   SetState(&net_param, TRAIN, param_.has_train_state() ? &param_.train_state() : nullptr);
   if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
+  if (!param_.fuse()) net_param.set_fuse(false);
   net_ = std::make_unique<Net>(net_param, ctx_, source);
   bool has_loss = false;
   for (float weight : net_->blob_loss_weights()) has_loss |= weight != 0;
@@ -284,6 +285,7 @@ void Solver::InitTestNets() {
     NetParameter net_param = sources[i].second;
     SetState(&net_param, TEST, param_.test_state_size() ? &param_.test_state(i) : nullptr);
     if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
+    if (!param_.fuse()) net_param.set_fuse(false);
     test_nets_.push_back(std::make_unique<Net>(net_param, ctx_, sources[i].first));
     test_nets_.back()->ShareTrainedLayersWith(net_.get());
   }

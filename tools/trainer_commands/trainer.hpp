@@ -27,6 +27,7 @@ DECLARE_int32(threads);
 DECLARE_double(exchange_bucket_mb);
 DECLARE_bool(cuda_graph);
 DECLARE_bool(memory_reuse);
+DECLARE_bool(fuse);
 DECLARE_bool(metrics);
 DECLARE_bool(plan_only);
 DECLARE_int32(batch_size);

@@ -10,5 +10,7 @@ using namespace eltwise;  // NOLINT: the functors of this family
 CORTADO_GPU_MAP(AddScaled, float*, const float*, const float*);
 CORTADO_GPU_FOR_EACH(MaxStep);
 CORTADO_GPU_MAP(MaxBackward, float*, const float*, const float*);
+CORTADO_GPU_MAP(SumReLU, float*, const float*, const float*);
+CORTADO_GPU_MAP(SumReLUBackward, float*, const float*, const float*);
 
 }  // namespace cortado

@@ -1,0 +1,156 @@
+// batch_norm.hpp — the BatchNorm layer's class (batch_norm.cpp says what it computes), declared here so
+// that the fused BatchNorm chain (batch_norm_chain.cpp) can share its statistics: the chain writes the
+// mean and std where this layer keeps them, so a pass may run the chain fused or layer by layer.
+#pragma once
+
+#include <cmath>
+
+#include "batch_norm_math.hpp"
+#include "cortado/error.hpp"
+#include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
+#include "cortado/layer.hpp"
+
+namespace cortado {
+
+class BatchNormLayer : public EitherDevice<Layer> {
+ public:
+  using EitherDevice::EitherDevice;
+  const char* type() const override { return "BatchNorm"; }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return !global_; }  // x̂ = y
+  bool InPlaceSafe() const override { return true; }
+
+  void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
+    const BatchNormParameter& p = param_.batch_norm_param();
+    global_ = p.has_use_global_stats() ? p.use_global_stats() : phase() == TEST;
+    maf_ = p.moving_average_fraction();
+    eps_ = p.eps();
+    CORTADO_REQUIRE(bottom[0]->num_axes() >= 1, Describe(), ": the bottom needs at least one axis");
+    channels_ = bottom[0]->num_axes() == 1 ? 1 : bottom[0]->shape(1);
+    blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));
+    blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));
+    blobs_.push_back(std::make_shared<Blob>(std::vector<int>{1}));
+    // The statistics are not learned: lr_mult 0 for each blob.
+    for (int i = 0; i < 3; ++i) {
+      if (i == param_.param_size()) {
+        param_.add_param()->set_lr_mult(0.0f);
+      } else {
+        CORTADO_REQUIRE(param_.param(i).lr_mult() == 0.0f, Describe(), ": param ", i, " has lr_mult ",
+                        param_.param(i).lr_mult(), "; BatchNorm's blobs are running statistics, not learned "
+                        "parameters: give lr_mult: 0 or no param at all");
+      }
+    }
+    stats_ = AddStepScratch();
+    if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
+  }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    const Blob& x = *bottom[0];
+    const int channels = x.num_axes() == 1 ? 1 : x.shape(1);
+    CORTADO_REQUIRE(channels == channels_, Describe(), ": the bottom ", x.shape_string(), " has ", channels,
+                    " channels, but the layer was set up for ", channels_);
+    num_ = x.shape(0);
+    spatial_ = num_ == 0 ? 0 : x.count() / (static_cast<int64_t>(num_) * channels_);
+    if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
+    stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, mean(dy), mean(dy·x̂)
+    if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(num_, channels_, spatial_, 2)});
+  }
+
+  void InitParams() override {
+    for (auto& b : blobs_) b->WriteData(std::vector<float>(static_cast<size_t>(b->count()), 0.0f));
+  }
+
+  // ---- what the fused chain shares (batch_norm_chain.cpp) ----
+  bool global() const { return global_; }
+  float eps() const { return eps_; }
+  float moving_average_fraction() const { return maf_; }
+  // (4, C): the mean, the std, and Backward's mean(dy) and mean(dy·x̂), per channel.
+  Blob* statistics() const { return stats_; }
+  Blob* partials() const { return partials_; }  // GPU: the channel sums' partials, for 2 sums; else null
+  ChannelLayout Layout() const { return {num_, channels_, spatial_}; }
+
+ protected:
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    const float* x = bottom[0]->data();
+    float* mean = stats_->data();
+    float* std = mean + channels_;
+    if (global_) {
+      const float* weight = blobs_[2]->data();
+      Map(ctx_, channels_, batch_norm::GlobalMean{weight}, mean, blobs_[0]->data());
+      Map(ctx_, channels_, batch_norm::GlobalStd{weight, eps_}, std, blobs_[1]->data());
+    } else {
+      const int64_t m = static_cast<int64_t>(num_) * spatial_;
+      const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
+      const batch_norm::StoreMean store_mean{static_cast<double>(m), mean};
+      const batch_norm::StoreStats store_stats{static_cast<double>(m), eps_, maf_, correction, mean, std,
+                                               blobs_[0]->data(), blobs_[1]->data(), blobs_[2]->data()};
+      if (ctx_.device() == Device::kGPU) {
+        ChannelSums(ctx_, Layout(), partials_->data(), SumOfValues{x}, store_mean);
+        ChannelSums(ctx_, Layout(), partials_->data(), batch_norm::SumOfSquares{x, mean}, store_stats);
+      } else {  // each channel's two sums while it is in cache
+#pragma omp parallel for schedule(static) if (Parallel())
+        for (int c = 0; c < channels_; ++c) {
+          double total = ChannelSumCpu<0>(Layout(), c, SumOfValues{x});
+          store_mean(c, &total);
+          total = ChannelSumCpu<0>(Layout(), c, batch_norm::SumOfSquares{x, mean});
+          store_stats(c, &total);
+        }
+      }
+    }
+    MapChannels(ctx_, Layout(), batch_norm::Normalize{mean, std}, top[0]->data(), x);
+  }
+
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    const float* dy = top[0]->diff();
+    const float* x_norm = top[0]->data();  // y = x̂
+    const float* std = stats_->data() + channels_;
+    float* means = stats_->data() + 2 * channels_;  // mean(dy), then mean(dy·x̂)
+    float* dx = bottom[0]->diff();  // may be dy (in place): each element is read before it is written
+    if (global_) {
+      MapChannels(ctx_, Layout(), batch_norm::GlobalBackward{std}, dx, dy);
+      return;
+    }
+    const batch_norm::StoreMeans store{static_cast<double>(num_) * spatial_, channels_, means};
+    const batch_norm::Backward backward{std, means, channels_};
+    const batch_norm::SumOfDyAndDyX term{dy, x_norm};
+    if (ctx_.device() == Device::kGPU) {
+      ChannelSums(ctx_, Layout(), partials_->data(), term, store);
+      MapChannels(ctx_, Layout(), backward, dx, dy, x_norm);
+      return;
+    }
+    // The CPU finishes each channel while it is in cache: its sums, then its dx.
+#pragma omp parallel for schedule(static) if (Parallel())
+    for (int c = 0; c < channels_; ++c) {
+      const double totals[2] = {ChannelSumCpu<0>(Layout(), c, term), ChannelSumCpu<1>(Layout(), c, term)};
+      store(c, totals);
+      ForChannel(c, [&](int64_t i) { dx[i] = backward(c, dy[i], x_norm[i]); });
+    }
+  }
+
+ private:
+  // Calls visit(i) for every element i of channel c, in increasing order.
+  template <typename Visit>
+  void ForChannel(int c, Visit visit) const {
+    for (int n = 0; n < num_; ++n) {
+      const int64_t base = (static_cast<int64_t>(n) * channels_ + c) * spatial_;
+#pragma omp simd
+      for (int64_t q = 0; q < spatial_; ++q) visit(base + q);
+    }
+  }
+
+
+  // Channels are split over the CPU threads when there is enough to split (not LeNet's smallest).
+  bool Parallel() const { return Layout().count() >= kCpuParallelElements; }
+
+  bool global_ = false;
+  float maf_ = 0.999f, eps_ = 1e-5f;
+  int channels_ = 0, num_ = 0;
+  int64_t spatial_ = 1;
+  Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's mean(dy), mean(dy·x̂)
+  Blob* partials_ = nullptr;  // GPU: the chunked channel sums' partials (a workspace)
+};
+
+}  // namespace cortado
