@@ -7,10 +7,11 @@
 // stream, the compute stream waiting on an event); and queues the rest:
 //   pass    the forward pass of the layers after the last data layer, then the backward pass
 //           (iter_size times, the data layers running before each);
-//   update  the gradient's sum of squares (blocks of partial sums in double, in a fixed order), one
-//           thread finishing the step — the loss into a ring of the last average_loss losses, the
-//           gradient norm and clipping's scale, the first iteration whose loss or gradient was not
-//           finite — and the fused update kernel (clipping, weight decay and the rule, update_rules.hpp).
+//   update  with clip_gradients set, the gradient's sum of squares (blocks of partial sums in double, in
+//           a fixed order); one thread finishing the step — the loss into a ring of the last
+//           average_loss losses, the gradient norm and clipping's scale, the first iteration whose loss
+//           or gradient was not finite — and the fused update kernel (clipping, weight decay and the
+//           rule, update_rules.hpp), which without clipping is what notices a non-finite gradient.
 // With graphs on, the second iteration captures pass and update once each (stream capture) and every
 // later iteration replays them: a handful of host calls per step whatever the depth of the net. Graphs
 // need every layer after the data layers, and every layer with a backward pass, to be capturable
@@ -61,8 +62,8 @@ class GpuStepper {
   // Restarts the smoothed loss (a new Solve or Step call).
   void ResetLossAverage();
   // Waits for the device. The mean of the last min(iterations since ResetLossAverage, average_loss)
-  // losses; the gradient norm of the last update (before clipping); the first iteration whose loss or
-  // gradient was not finite, or −1.
+  // losses; the gradient norm of the last update (before clipping; −1 without clip_gradients, which
+  // alone needs it); the first iteration whose loss or gradient was not finite, or −1.
   float SmoothedLoss();
   float GradientNorm();
   int FirstNonFiniteIteration();

@@ -142,7 +142,9 @@ void gpu_update(Context& ctx, const UpdateConstants& c, FlatParams& params, cons
 //   g ← g · grad_scale (1 / iter_size; skipped when 1)  ·  *clip_scale (when set: min(1, clip / ‖g‖))
 //   g ← g + λ·w  (or λ·sign(w) for L1), λ = weight_decay · decay_mult, skipped where λ = 0
 // then the rule, with the rate and Adam's correction read from device floats (c.correction unused),
-// which the host rewrites before every step.
+// which the host rewrites before every step. Where the step computes no gradient norm (clipping off),
+// the kernel also watches g · grad_scale: at the first non-finite value it writes the iteration
+// (*iteration) into *first_nonfinite unless that already holds one (it is −1 until then).
 struct FusedUpdate {
   const float* rate = nullptr;        // device
   const float* correction = nullptr;  // device; Adam only
@@ -150,6 +152,8 @@ struct FusedUpdate {
   float grad_scale = 1;
   float weight_decay = 0;
   bool l1 = false;
+  int* first_nonfinite = nullptr;       // device, or null: nothing watched
+  const uint64_t* iteration = nullptr;  // device; read only where a non-finite value is met
 };
 void gpu_update_fused(Context& ctx, const UpdateConstants& c, FlatParams& params, const std::vector<float*>& history,
                       const FusedUpdate& fused);

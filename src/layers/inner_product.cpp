@@ -6,7 +6,8 @@
 //   dW += dyᵀ · x  (transpose: xᵀ · dy),  db += Σ_rows dy,  dx = dy · W  (transpose: dy · Wᵀ)
 // The top's shape is the bottom's axes before `axis`, then N.
 // GPU: the same products with gpu_gemm; the bias goes in (and its gradient out) through a product
-// with a vector of M ones, a scratch buffer on GPU nets, filled before each use.
+// with a vector of M ones: a buffer of the layer's own on GPU nets (no other buffer shares its memory),
+// filled at its first use and again only when M grows past what it holds.
 #include <algorithm>
 
 #include "cortado/error.hpp"
@@ -36,7 +37,7 @@ class InnerProductLayer : public Layer {
     blobs_.push_back(std::make_shared<Blob>(transpose_ ? std::vector<int>{k_, num_output_}
                                                        : std::vector<int>{num_output_, k_}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
-    if (ctx_.device() == Device::kGPU && bias_term_) ones_ = AddStepScratch();  // set before each use
+    if (ctx_.device() == Device::kGPU && bias_term_) ones_ = AddScratch();  // keeps its ones from pass to pass
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -100,7 +101,7 @@ class InnerProductLayer : public Layer {
     gpu_gemm(ctx_, Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, m_, num_output_, k_, 1.0f,
              bottom[0]->data(), blobs_[0]->data(), 0.0f, y);
     if (!bias_term_) return;
-    gpu_set(ctx_, m_, 1.0f, ones_->data());
+    ReadyOnes();
     gpu_gemm(ctx_, Trans::kNo, Trans::kNo, m_, num_output_, 1, 1.0f, ones_->data(), blobs_[1]->data(), 1.0f, y);
   }
 
@@ -116,7 +117,7 @@ class InnerProductLayer : public Layer {
       }
     }
     if (bias_term_ && param_propagate_down(1)) {  // db += dyᵀ · 1
-      gpu_set(ctx_, m_, 1.0f, ones_->data());
+      ReadyOnes();
       gpu_gemv(ctx_, Trans::kYes, m_, num_output_, 1.0f, dy, ones_->data(), 1.0f, blobs_[1]->diff());
     }
     if (propagate_down[0]) {
@@ -126,9 +127,22 @@ class InnerProductLayer : public Layer {
   }
 
  private:
+  // Queues the fill of the ones vector when its memory does not hold M ones yet: at the first pass
+  // (before any CUDA graph capture, which starts at the second iteration), and when M grows (a
+  // Filter ahead of the layer) or the buffer was bound elsewhere. The fill is ordered with the GEMMs
+  // on the compute stream.
+  void ReadyOnes() {
+    if (ones_->data() == ones_at_ && m_ <= ones_filled_) return;
+    gpu_set(ctx_, m_, 1.0f, ones_->data());
+    ones_at_ = ones_->data();
+    ones_filled_ = m_;
+  }
+
   int num_output_ = 0, axis_ = 1, k_ = 0, m_ = 0;
   bool transpose_ = false, bias_term_ = true;
-  Blob* ones_ = nullptr;  // M ones (GPU nets with a bias only)
+  Blob* ones_ = nullptr;            // M ones (GPU nets with a bias only), memory of its own for the whole run
+  const float* ones_at_ = nullptr;  // where the ones were last written, and how many
+  int ones_filled_ = 0;
 };
 
 CORTADO_REGISTER_LAYER(InnerProduct, InnerProductLayer);

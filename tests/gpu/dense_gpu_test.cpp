@@ -2,10 +2,13 @@
 // InnerProduct, Softmax, SoftmaxWithLoss, Accuracy, Pooling and Convolution's im2col engine (rows of
 // layer_table_gpu_test.cpp): Convolution through cuDNN (engines CUDNN and DEFAULT, strict FP32 and
 // TF32) and its error without cuDNN; InnerProduct's and Convolution's parameter gradients accumulate;
-// a label out of range is the CPU's one-line Error.
+// InnerProduct's ones vector lasts across passes and batch sizes; a label out of range is the CPU's
+// one-line Error.
+#include <algorithm>
 #include <cmath>
 
 #include "cortado/error.hpp"
+#include "cortado/net.hpp"
 #include "gpu_compare.hpp"
 #include "layers/convolution_gpu.hpp"  // BuiltWithCudnn
 
@@ -64,6 +67,52 @@ TEST(DenseGpu, InnerProductAccumulatesParameterGradients) {
   ExpectParamDiffsAccumulate("type: 'InnerProduct' inner_product_param { num_output: 4 " + kFillers + "}", {3, 5});
   ExpectParamDiffsAccumulate(
       "type: 'InnerProduct' inner_product_param { num_output: 4 transpose: true " + kFillers + "}", {3, 5});
+}
+
+// The bias goes in through a vector of ones that the GPU layer fills at its first pass and keeps, in
+// memory of its own: over passes of a net with memory reuse, with a Filter ahead changing the batch M
+// every pass (past what the vector held, and back), outputs and bias gradients stay the CPU's.
+TEST(DenseGpu, InnerProductKeepsItsOnesAcrossPassesAndBatchSizes) {
+  SKIP_WITHOUT_GPU();
+  NetParameter param = ParseNet(R"(
+layer { name: "in" type: "DummyData" top: "x" top: "s" top: "y"
+        dummy_data_param { data_filler { type: "gaussian" } shape { dim: 16 dim: 5 } shape { dim: 16 }
+                           shape { dim: 16 dim: 3 } } }
+layer { name: "pick" type: "Threshold" bottom: "s" top: "keep" }
+layer { name: "filter" type: "Filter" bottom: "x" bottom: "y" bottom: "keep" top: "fx" top: "fy" }
+layer { name: "ip" type: "InnerProduct" bottom: "fx" top: "z"
+        inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.5 }
+                              bias_filler { type: "gaussian" std: 0.5 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "z" bottom: "fy" top: "loss" }
+)");
+  param.mutable_state()->set_phase(TRAIN);
+  Context cpu_ctx(Device::kCPU, 9), gpu_ctx(Device::kGPU, 9);
+  gpu_ctx.SetGpuSettings(StrictFp32());
+  Net cpu(param, cpu_ctx, "cpu.prototxt"), gpu(param, gpu_ctx, "gpu.prototxt");
+  for (Net* net : {&cpu, &gpu}) {
+    net->KeepReadable({"z"});
+    net->AllocateOwnArena();
+  }
+  NetParameter weights;
+  cpu.ToProto(&weights);
+  gpu.CopyTrainedLayersFrom(weights);
+  std::vector<int> rows;
+  for (int pass = 0; pass < 8; ++pass) {
+    const std::string when = "pass " + std::to_string(pass);
+    for (Net* net : {&cpu, &gpu}) {
+      net->ClearParamDiffs();
+      net->Forward();
+      net->Backward();
+    }
+    gpu_ctx.Synchronize();
+    rows.push_back(gpu.blob_by_name("z")->num());
+    ASSERT_EQ(rows.back(), cpu.blob_by_name("z")->num()) << when;
+    ExpectNear(gpu.blob_by_name("z")->ReadData(), cpu.blob_by_name("z")->ReadData(), 1e-4f, "z, " + when);
+    ExpectNear(gpu.layer_by_name("ip")->blobs()[1]->ReadDiff(), cpu.layer_by_name("ip")->blobs()[1]->ReadDiff(),
+               1e-4f, "the bias gradient, " + when);
+  }
+  EXPECT_GT(*std::max_element(rows.begin() + 1, rows.end()), rows[0]) << "M never grew past the first pass's";
+  EXPECT_LT(*std::min_element(rows.begin() + 1, rows.end()), *std::max_element(rows.begin(), rows.end()));
 }
 
 // ---- SoftmaxWithLoss and Accuracy labels -------------------------------------------------------------

@@ -1,8 +1,8 @@
 // structure_gpu_test.cpp — the layers that move, join or make blobs, on the GPU beyond the plain
 // CPU-against-GPU comparisons of Split, Flatten, Reshape, Silence, Concat, Slice, Eltwise, Input and
 // DummyData (rows of layer_table_gpu_test.cpp): Silence zeroes the bottom diffs, Eltwise MAX's ties
-// go to the first bottom, DummyData refills every Forward with the CPU's draws and names itself in an
-// unknown filler's error.
+// go to the first bottom, DummyData fills constant tops once and random ones with the CPU's draws
+// (every Forward, or once with refill: false) and names itself in an unknown filler's error.
 #include <random>
 
 #include "cortado/error.hpp"
@@ -47,30 +47,41 @@ TEST(StructureGpu, EltwiseMaxTiesGoToTheFirstBottom) {
   EXPECT_EQ(dx[1][2], (std::vector<float>(6, 0.0f)));
 }
 
-// Every Forward refills every top (constant ones too), drawing the CPU's numbers in the CPU's order,
-// without allocating device memory.
-TEST(StructureGpu, DummyDataRefillsEveryForward) {
+// A constant top is filled at the first Forward only (what is written there later stays); a random
+// top gets the CPU's numbers in the CPU's order, drawn again every Forward (refill: true, the
+// default) or once (refill: false); no pass allocates device memory. Only a layer that draws on every
+// pass keeps CUDA graphs from capturing it.
+TEST(StructureGpu, DummyDataFillsConstantsOnceAndDrawsTheCpusNumbers) {
   SKIP_WITHOUT_GPU();
-  const std::string text = R"(type: 'DummyData' dummy_data_param {
+  for (const std::string refill : {"true", "false"}) {
+    SCOPED_TRACE("refill: " + refill);
+    const std::string text = "type: 'DummyData' dummy_data_param { refill: " + refill + R"(
                                 data_filler { type: 'constant' value: 2.5 }
                                 data_filler { type: 'gaussian' }
                                 shape { dim: 4 } shape { dim: 50 } })";
-  LayerFixture cpu(text, {}, 2, 5, Device::kCPU);
-  LayerFixture gpu(text, {}, 2, 5, Device::kGPU);
-  const int64_t allocations = GpuAllocationCount();
-  std::vector<float> previous;
-  for (int pass = 0; pass < 3; ++pass) {
-    gpu.top(0).WriteData(std::vector<float>(4, 9.0f));
-    cpu.Forward();
-    gpu.Forward();
-    gpu.ctx().Synchronize();
-    EXPECT_EQ(gpu.top(0).ReadData(), std::vector<float>(4, 2.5f)) << "pass " << pass;
-    const std::vector<float> values = gpu.top(1).ReadData();
-    EXPECT_EQ(values, cpu.top(1).ReadData()) << "pass " << pass;
-    EXPECT_NE(values, previous) << "pass " << pass;
-    previous = values;
+    LayerFixture cpu(text, {}, 2, 5, Device::kCPU);
+    LayerFixture gpu(text, {}, 2, 5, Device::kGPU);
+    EXPECT_EQ(gpu.layer().IsCapturable(), refill == "false");
+    const int64_t allocations = GpuAllocationCount();
+    std::vector<float> first;
+    for (int pass = 0; pass < 3; ++pass) {
+      cpu.Forward();
+      gpu.Forward();
+      gpu.ctx().Synchronize();
+      EXPECT_EQ(gpu.top(0).ReadData(), std::vector<float>(4, pass == 0 ? 2.5f : 9.0f)) << "pass " << pass;
+      gpu.top(0).WriteData(std::vector<float>(4, 9.0f));  // kept: nothing fills a constant top again
+      const std::vector<float> values = gpu.top(1).ReadData();
+      EXPECT_EQ(values, cpu.top(1).ReadData()) << "pass " << pass;
+      if (pass == 0) {
+        first = values;
+      } else if (refill == "true") {
+        EXPECT_NE(values, first) << "pass " << pass;
+      } else {
+        EXPECT_EQ(values, first) << "pass " << pass;
+      }
+    }
+    EXPECT_EQ(GpuAllocationCount(), allocations);
   }
-  EXPECT_EQ(GpuAllocationCount(), allocations);
 }
 
 TEST(StructureGpu, DummyDataUnknownFillerNamesTheLayer) {

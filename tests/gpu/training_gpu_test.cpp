@@ -4,9 +4,10 @@
 // and iter_size; training steps allocate no device memory; snapshots of a GPU run load on the CPU and
 // the other way round, history included; LeNet reaches Caffe's accuracy on MNIST through
 // `trainer train --gpu=0`; `trainer test`, `time` and `device_query` run on the GPU. CUDA graphs:
-// replay equals eager, what turns them off (computed labels, a Filter, a failed capture), divergence
-// caught at a display or by the poll; TF32 against strict FP32; cuDNN's deterministic algorithms and
-// workspace limit.
+// replay equals eager, what turns them off (computed labels, a Filter, a failed capture), DummyData
+// filled once captured with the pass, divergence caught at a display or by the poll, and a non-finite
+// gradient caught at its iteration with and without clipping; TF32 against strict FP32; cuDNN's
+// deterministic algorithms and workspace limit.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -379,6 +380,69 @@ TEST(TrainingGpuGraphs, DivergenceWithoutDisplayIsCaughtByThePoll) {
   const std::string error = ErrorOf([&] { solver.Step(200); });
   EXPECT_NE(error.find("training diverged at iteration "), std::string::npos) << error;
   EXPECT_LE(solver.iter(), 3 * GpuStepper::kNonFinitePollInterval) << "the poll stops training without a display";
+}
+
+// A gradient that is not finite while the loss is (√h at h = 0 has an infinite derivative) stops
+// training at its own iteration, on either device, with clipping on or off: without clipping the GPU
+// step computes no gradient norm, and its update kernel is what notices.
+TEST(TrainingGpuGraphs, ANonFiniteGradientStopsTrainingAtItsIterationWithOrWithoutClipping) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  const std::string net = dir + "/root.prototxt";
+  WriteFile(net, R"(name: "root"
+layer { name: "in" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { shape { dim: 4 dim: 3 } shape { dim: 4 dim: 2 } data_filler { type: "constant" value: 1 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "x" top: "h"
+        inner_product_param { num_output: 2 weight_filler { type: "constant" value: 0 } } }
+layer { name: "root" type: "Power" bottom: "h" top: "r" power_param { power: 0.5 } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "r" bottom: "y" top: "loss" }
+)");
+  for (const bool gpu : {false, true}) {
+    for (const float clip : {-1.0f, 10.0f}) {
+      SCOPED_TRACE(std::string(gpu ? "GPU" : "CPU") + ", clip_gradients " + std::to_string(clip));
+      SolverParameter param = FixedRateGpuSolver(net);
+      if (!gpu) param.set_solver_mode(SolverParameter::CPU);
+      param.set_display(1);
+      param.set_clip_gradients(clip);
+      Solver solver(param);
+      const std::string error = ErrorOf([&] { solver.Step(5); });
+      EXPECT_NE(error.find("training diverged at iteration 0 (loss = 1)"), std::string::npos) << error;
+    }
+  }
+}
+
+// A DummyData layer that draws nothing after its first pass (constants; random values with refill:
+// false) is captured with the rest of the forward pass, and the replays train as the eager steps do.
+TEST(TrainingGpuGraphs, DummyDataFilledOnceIsCapturedAndReplaysLikeEager) {
+  SKIP_WITHOUT_GPU();
+  const std::string dir = TempDir();
+  const std::string net = dir + "/fixed_batch.prototxt";
+  WriteFile(net, R"(name: "fixed_batch"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+        dummy_data_param { refill: false shape { dim: 8 dim: 5 } shape { dim: 8 }
+                           data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip"
+        inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)");
+  SolverParameter param = FixedRateGpuSolver(net);
+  param.set_strict_fp32(true);
+  Solver graphs(param, "graphs.prototxt", true);
+  Solver eager(param, "eager.prototxt", false);
+  ASSERT_TRUE(graphs.gpu_stepper()->using_graphs());
+  EXPECT_TRUE(graphs.net()->layer_by_name("data")->IsCapturable());
+  graphs.Step(6);
+  eager.Step(6);
+  EXPECT_EQ(graphs.smoothed_loss(), eager.smoothed_loss());
+  ExpectNear(Weights(graphs), Weights(eager), 0.0f, "weights after 6 iterations");
+  EXPECT_EQ(graphs.gpu_stepper()->graph_launches(), 2 * 5);  // pass and update, from the second iteration
+  graphs.context().Synchronize();
+  const std::vector<float> batch = graphs.net()->blob_by_name("data")->ReadData();
+  EXPECT_NE(batch, std::vector<float>(batch.size(), 0.0f)) << "never filled";
+  EXPECT_EQ(batch, eager.net()->blob_by_name("data")->ReadData()) << "the same fixed batch on both";
+  graphs.Step(2);
+  graphs.context().Synchronize();
+  EXPECT_EQ(graphs.net()->blob_by_name("data")->ReadData(), batch) << "the batch changed after its first pass";
 }
 
 // A Filter ahead of the rest of the net: the layers after it take its row count every pass, which a

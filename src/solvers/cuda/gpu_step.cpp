@@ -149,6 +149,10 @@ void GpuStepper::QueueUpdateBody() {
   fused.grad_scale = grad_scale;
   fused.weight_decay = param_.weight_decay();
   fused.l1 = l1_;
+  if (clip < 0) {  // no sum of squares to find a non-finite gradient: the update kernel watches for one
+    fused.first_nonfinite = reinterpret_cast<int*>(state_ + step_stats::kFirstNonFinite);
+    fused.iteration = inputs.device_word(iter_slot_);
+  }
   gpu_update_fused(ctx_, rule_.constants(0), flat_, history_, fused);
 }
 

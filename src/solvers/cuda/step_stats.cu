@@ -26,12 +26,17 @@ __global__ void SumSquaresKernel(int64_t n, const float* g, float grad_scale, do
 
 __global__ void FinishKernel(float clip, int iter_size, int average, const uint64_t* iter_word, float* loss,
                              float* state) {
-  const double* partials = reinterpret_cast<const double*>(state);
-  double sumsq = 0;
-  for (int b = 0; b < kBlocks; ++b) sumsq += partials[b];
-  const float norm = static_cast<float>(sqrt(sumsq));
-  state[kNorm] = norm;
-  state[kClipScale] = clip >= 0.0f && norm > clip ? clip / norm : 1.0f;
+  double sumsq = 0;  // clipping off: not summed (the update kernel checks the gradient's finiteness)
+  if (clip >= 0.0f) {
+    const double* partials = reinterpret_cast<const double*>(state);
+    for (int b = 0; b < kBlocks; ++b) sumsq += partials[b];
+    const float norm = static_cast<float>(sqrt(sumsq));
+    state[kNorm] = norm;
+    state[kClipScale] = norm > clip ? clip / norm : 1.0f;
+  } else {
+    state[kNorm] = -1.0f;
+    state[kClipScale] = 1.0f;
+  }
   const float step_loss = *loss / static_cast<float>(iter_size);
   *loss = 0.0f;
   int* count = reinterpret_cast<int*>(state + kLossCount);
@@ -55,8 +60,10 @@ void ResetLosses(Context& ctx, float* state) {
 void Queue(Context& ctx, int64_t n, const float* g, float grad_scale, float clip, int iter_size, int average,
            const uint64_t* iter_word, float* loss, float* state) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  CORTADO_LAUNCH(SumSquaresKernel, kBlocks, cuda::kThreads, 0, stream, n, g, grad_scale,
-                 reinterpret_cast<double*>(state));
+  if (clip >= 0.0f) {  // only clipping reads the norm
+    CORTADO_LAUNCH(SumSquaresKernel, kBlocks, cuda::kThreads, 0, stream, n, g, grad_scale,
+                   reinterpret_cast<double*>(state));
+  }
   CORTADO_LAUNCH(FinishKernel, 1, 1, 0, stream, clip, iter_size, average, iter_word, loss, state);
 }
 

@@ -56,7 +56,8 @@ void ForEachTable(const FlatParams& p, float weight_decay, Keep keep, Launch lau
 
 // What an update kernel does besides the rule: the rate and Adam's correction by value, or read from
 // device floats (a captured step's StepInputs); the gradient's processing folded in, in the CPU's
-// order — g·grad_scale (1 / iter_size), g·clip (clip a device float, or null), g + λ·w or λ·sign(w).
+// order — g·grad_scale (1 / iter_size), g·clip (clip a device float, or null), g + λ·w or λ·sign(w);
+// and, when first_nonfinite is set, the record of the first iteration whose g·grad_scale is not finite.
 struct UpdateArgs {
   float rate = 0;
   const float* rate_at = nullptr;
@@ -65,6 +66,8 @@ struct UpdateArgs {
   float grad_scale = 1;
   bool decay = false;
   bool l1 = false;
+  int* first_nonfinite = nullptr;
+  const uint64_t* iteration_at = nullptr;
 };
 
 // ---- update rules --------------------------------------------------------------------------------
@@ -85,6 +88,8 @@ __global__ void UpdateKernel(SegmentTable table, UpdateConstants c, UpdateArgs a
       const int64_t i = base + j;
       float gi = g[i];
       if (a.grad_scale != 1.0f) gi = gi * a.grad_scale;
+      if (a.first_nonfinite != nullptr && !isfinite(gi))  // −1 until the first one; later ones leave it
+        atomicCAS(a.first_nonfinite, -1, static_cast<int>(*a.iteration_at));
       if (a.clip_at != nullptr) gi = gi * clip;
       if (decay != 0.0f) gi = gi + (a.l1 ? DecayTerm<true>(decay, w[i]) : DecayTerm<false>(decay, w[i]));
       float unused = 0;
@@ -154,6 +159,8 @@ void gpu_update_fused(Context& ctx, const UpdateConstants& c, FlatParams& params
   args.grad_scale = fused.grad_scale;
   args.decay = fused.weight_decay != 0.0f;
   args.l1 = fused.l1;
+  args.first_nonfinite = fused.first_nonfinite;
+  args.iteration_at = fused.iteration;
   UpdateAny(ctx, c, params, history, args, fused.weight_decay);
 }
 
