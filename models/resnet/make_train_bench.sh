@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make_train_bench.sh — writes the ResNet-50 training benchmark (scripts/bench/gpu.sh) from Caffe's
 # ResNet-50-deploy.prototxt, which stays the one copy of the topology:
-#   - the `input:`/`input_dim:` lines become a DummyData layer: data BATCHx3x224x224 and label BATCH,
-#     both constant (data 0.5, label 0), so the batch is already on the GPU and costs one memset;
+#   - the `input:`/`input_dim:` lines become a DummyData layer filled once, at the first forward pass
+#     (`refill: false`), and then kept on the GPU: data BATCHx3x224x224 Gaussian (mean 0, std 1; never a
+#     constant, which can run faster than real data) and label BATCH uniform in [0, 999], which the
+#     loss truncates to the classes 0..999 (as PyTorch's reference: torch.randn and torch.randint);
 #   - BatchNorm trains on batch statistics (the deploy net's `use_global_stats: true` dropped);
 #   - weight fillers (the deploy net has none, so its weights would all start at 0): MSRA for the
 #     convolutions, gaussian 0.01 for fc1000;
@@ -29,10 +31,11 @@ awk -v batch="$batch" '
   /^input: "data"$/ {
     printf "layer {\n\tname: \"data\"\n\ttype: \"DummyData\"\n\ttop: \"data\"\n\ttop: \"label\"\n"
     printf "\tdummy_data_param {\n"
-    printf "\t\tdata_filler { type: \"constant\" value: 0.5 }\n"
-    printf "\t\tdata_filler { type: \"constant\" value: 0 }\n"
+    printf "\t\tdata_filler { type: \"gaussian\" std: 1 }\n"
+    printf "\t\tdata_filler { type: \"uniform\" min: 0 max: 999 }\n"
     printf "\t\tshape { dim: %d dim: 3 dim: 224 dim: 224 }\n", batch
-    printf "\t\tshape { dim: %d }\n\t}\n}\n", batch
+    printf "\t\tshape { dim: %d }\n", batch
+    printf "\t\trefill: false\n\t}\n}\n"
     inputs++
     next
   }

@@ -9,28 +9,40 @@ torchvision is not needed), the data already on the GPU.
   --net cifar10_quick   CIFAR-shaped images (random uint8, fixed seed, minus their mean), batch 100,
                         base_lr 0.001 (biases x2), momentum 0.9, weight decay 0.004, fixed lr
   --net resnet50        training throughput of Caffe's ResNet-50 (ResNet50 below) at --batch (default
-                        128): one fixed batch of random images and labels, SGD momentum 0.9, lr 0.01,
-                        weight decay 1e-4; --warmup steps (default 10) untimed, then --iters (default
-                        30) timed; --precision fp32 or tf32 (default) for convolutions and matmuls
+                        128): one batch drawn once on the GPU, Gaussian images and classes uniform
+                        in [0, 1000) (as Cortado's bench net fills its DummyData), SGD momentum 0.9,
+                        lr 0.01, weight decay 1e-4; --warmup steps (default 10) untimed, then --iters
+                        (default 30) timed; --precision fp32 or tf32 (default) for convolutions and
+                        matmuls
   --mode eager          a plain training loop (cudnn.benchmark on)
-  --mode graph          the whole step (forward, backward, update) captured once as a CUDA graph
-                        and replayed, the batch copied into the graph's static input first (lenet and
-                        cifar10_quick)
+  --mode graph          the whole step (the learning rate, forward, backward, update) captured once as
+                        a CUDA graph and replayed, the batch copied into the graph's static inputs
+                        first (lenet and cifar10_quick), as torch.cuda.graphs documents whole-network
+                        capture: warm-up steps on a side stream, gradients set to None before the
+                        capture, backward and the optimizer step inside it
   --precision fp32|tf32 TF32 off or on for cuDNN convolutions and cuBLAS matmuls; without it the
                         small nets keep PyTorch's defaults
   --device cpu          tries the script without a GPU (eager only)
 
+The small nets' SGD is torch.optim.SGD(fused=True) with its learning rates as 1-element tensors on
+the GPU (the inv policy's rate is computed there, from a step counter): a tensor rate in the default
+foreach SGD is read back to the host every step (`alpha=-lr`), which a CUDA graph cannot capture
+("operation not permitted when stream is capturing") and which makes every eager step wait.
+
 Batches are taken in order, wrapping around, as Caffe's data layer reads. The training time is
 measured from the first step (the first after --warmup) to a synchronise after the last (model
-set-up, data upload and the graph's warm-up and capture excluded). The last line is
+set-up, data upload and the graph's warm-up and capture excluded). The last lines are
 machine-readable: "RESULT net=N mode=M iters=I train_s=T img_per_s=R peak_reserved_mib=P loss=L"
-(resnet50 adds "batch=B precision=P warmup=W").
+(resnet50 adds "batch=B precision=P warmup=W"), then on a GPU one "LIBRARY side=pytorch name=cudnn
+version=V path=P" line per CUDA library PyTorch loaded (cuda_libraries.py). A failure (a capture
+refused, out of memory) prints one line "ERROR <what>: <exception's first line>" before the traceback
+and exits 1.
 """
 import argparse
-import math
 import os
 import sys
 import time
+import traceback
 
 import numpy as np
 import torch
@@ -38,6 +50,7 @@ import torch.nn.functional as F
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cuda_libraries  # noqa: E402  (which cuDNN and cuBLAS this process loaded)
 from pytorch_lenet import LeNet, read_idx  # noqa: E402  (the same LeNet as the CPU benchmark)
 
 
@@ -127,6 +140,10 @@ def report(net, mode, iters, batch, start, loss, cuda, extra=""):
     peak = torch.cuda.max_memory_reserved() / 2**20 if cuda else 0.0
     print(f"RESULT net={net} mode={mode} iters={iters} train_s={train_s:.3f} "
           f"img_per_s={iters * batch / train_s:.0f} peak_reserved_mib={peak:.0f} loss={loss.item():.4f}{extra}")
+    if cuda:
+        print(f"PYTORCH torch={torch.__version__} cuda={torch.version.cuda} cudnn={torch.backends.cudnn.version()}")
+        cuda_libraries.report("pytorch", cuda_libraries.loaded())
+    sys.stdout.flush()
 
 
 def set_precision(precision):
@@ -159,6 +176,8 @@ def train_resnet50(args, device):
     torch.manual_seed(1)
     model = ResNet50().to(device).train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    # Drawn once, on the device, as Cortado's bench net (models/resnet/make_train_bench.sh) fills its
+    # DummyData once: Gaussian images (never a constant, which can run faster) and valid classes.
     x = torch.randn(batch, 3, 224, 224, device=device)
     y = torch.randint(0, 1000, (batch,), device=device)
 
@@ -227,6 +246,31 @@ def main():
         return
     if args.batch or args.warmup is not None:
         sys.exit("--batch and --warmup are for --net resnet50")
+    train_small(args, device)
+
+
+def capture_step(step_fn, model, opt, static_x, static_y):
+    """The whole training step captured as one CUDA graph, as torch.cuda.graphs documents it: three
+    warm-up steps on a side stream (cudnn.benchmark picks its algorithms, the optimizer creates its
+    momentum buffers, outside the capture), the gradients set to None so the captured backward
+    allocates them from the graph's private pool, then forward, backward and the optimizer step
+    inside the capture. Returns the graph and its static loss."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            step_fn(static_x, static_y)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    opt.zero_grad(set_to_none=True)
+    with torch.cuda.graph(graph):
+        static_loss = step_fn(static_x, static_y)
+    return graph, static_loss
+
+
+def train_small(args, device):
+    """LeNet or cifar10_quick with Caffe's recipe, eager or as one CUDA graph per step."""
+    cuda = device.type == "cuda"
     lenet = args.net == "lenet"
     iters = args.iters or (10000 if lenet else 5000)
     batch = 64 if lenet else 100
@@ -236,16 +280,25 @@ def main():
     x_all, y_all = load_data(args.net, args.data, device)
     n = x_all.shape[0]
     model = (LeNet() if lenet else Cifar10Quick()).to(device)
+    fresh = {k: v.clone() for k, v in model.state_dict().items()}  # the initial weights, for after the warm-up
     weights = [p for name, p in model.named_parameters() if name.endswith("weight")]
     biases = [p for name, p in model.named_parameters() if name.endswith("bias")]
-    # Learning rates as tensors, so a captured graph reads the current value at each replay.
-    lr_w = torch.tensor(base_lr, device=device)
-    lr_b = torch.tensor(2 * base_lr, device=device)
+    # The learning rates are 1-element tensors on the device, read there by the fused SGD (no host
+    # read-back: see the module's note), so a captured graph uses each step's value.
+    lr_w = torch.full((), base_lr, device=device)
+    lr_b = torch.full((), 2 * base_lr, device=device)
+    step_count = torch.zeros((), device=device)  # the iteration whose rate lr_w holds
+    extra = {"fused": True} if cuda else {}  # PyTorch's CPU path keeps its default SGD (--device cpu)
     opt = torch.optim.SGD([{"params": weights, "lr": lr_w}, {"params": biases, "lr": lr_b}],
-                          lr=lr_w, momentum=momentum, weight_decay=decay)
+                          lr=lr_w, momentum=momentum, weight_decay=decay, **extra)
 
-    def rate(step):  # inv for LeNet (gamma 1e-4, power 0.75), fixed for cifar10_quick
-        return base_lr * (1 + 1e-4 * step) ** -0.75 if lenet else base_lr
+    def set_rate():
+        """Caffe's rate for the iteration in step_count, on the device: inv for LeNet (gamma 1e-4,
+        power 0.75), fixed for cifar10_quick. Then step_count counts this iteration."""
+        if lenet:
+            lr_w.copy_((step_count * 1e-4 + 1).pow(-0.75) * base_lr)
+            lr_b.copy_(lr_w * 2)
+        step_count.add_(1)
 
     def batch_at(step):
         lo = (step * batch) % n
@@ -255,47 +308,40 @@ def main():
         return x_all[idx], y_all[idx]
 
     def step_fn(x, y):
-        opt.zero_grad(set_to_none=False)
+        set_rate()
+        opt.zero_grad(set_to_none=True)
         loss = F.cross_entropy(model(x), y)
         loss.backward()
         opt.step()
         return loss
 
-    static_x, static_y = batch_at(0)
-    static_x, static_y = static_x.clone(), static_y.clone()
     graph = None
+    static_x, static_y = (t.clone() for t in batch_at(0))
     if args.mode == "graph":
         if not cuda:
             sys.exit("--mode graph needs --device cuda")
-        side = torch.cuda.Stream()
-        side.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(side):
-            for _ in range(3):  # warm-up creates the optimizer's state outside the capture
-                step_fn(static_x, static_y)
-        torch.cuda.current_stream().wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            static_loss = step_fn(static_x, static_y)
-        # Start training from fresh weights, as eager does: re-initialise in place.
+        try:
+            graph, static_loss = capture_step(step_fn, model, opt, static_x, static_y)
+        except Exception as e:  # noqa: BLE001  (the bench prints why, whatever it is)
+            fail("graph capture failed", e)
+        # Train from the initial weights, as eager does: everything the warm-up changed is reset in
+        # place (the graph holds these tensors' addresses).
         with torch.no_grad():
-            fresh = (LeNet() if lenet else Cifar10Quick()).to(device)
-            for p, q in zip(model.parameters(), fresh.parameters()):
-                p.copy_(q)
+            for name, value in model.state_dict().items():
+                value.copy_(fresh[name])
             for state in opt.state.values():
-                if "momentum_buffer" in state and state["momentum_buffer"] is not None:
+                if state.get("momentum_buffer") is not None:
                     state["momentum_buffer"].zero_()
+            step_count.zero_()
     if cuda:
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
 
     print(f"PyTorch {torch.__version__} on {torch.cuda.get_device_name() if cuda else 'cpu'}: {args.net}, "
-          f"{args.mode}, batch {batch}, {iters} iterations", flush=True)
+          f"{args.mode}, batch {batch}, {iters} iterations, fused SGD: {bool(extra)}", flush=True)
     start = time.perf_counter()
     loss = None
     for step in range(iters):
-        lr = rate(step)
-        lr_w.fill_(lr)
-        lr_b.fill_(2 * lr)
         x, y = batch_at(step)
         if graph is not None:
             static_x.copy_(x)
@@ -309,5 +355,16 @@ def main():
     report(args.net, args.mode, iters, batch, start, loss, cuda)
 
 
+def fail(what, error):
+    """One line the bench puts in its summary, then the traceback; exit status 1."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    print(f"ERROR {what}: {type(error).__name__}: {first}", flush=True)
+    traceback.print_exc()
+    sys.exit(1)
+
+
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except Exception as e:  # noqa: BLE001  (a CUDA error, out of memory: one line for the summary)
+        fail("pytorch_reference.py", e)
