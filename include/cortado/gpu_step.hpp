@@ -54,9 +54,12 @@ class GpuStepper {
   // its Finish; with iter_size > 1 (the passes replay one graph) it runs after the last pass.
   void SetExchange(GradientExchange* exchange) { exchange_ = exchange; }
 
-  // Forward and backward, iter_size times, for iteration `iter` (rate and Adam's t come from it).
+  // Forward and backward, iter_size times, for iteration `iter` (rate and Adam's t come from it). With
+  // iter_size 1 the gradients' clearing, the pass and the update are queued together (with graphs, as
+  // one graph) and RunUpdate queues nothing more.
   void RunPasses(int iter);
-  // The gradient statistics and the update of iteration `iter`; after RunPasses(iter).
+  // The gradient statistics and the update of iteration `iter` (iter_size > 1), and the poll for a
+  // non-finite value; after RunPasses(iter).
   void RunUpdate(int iter);
 
   // Restarts the smoothed loss (a new Solve or Step call).

@@ -7,7 +7,8 @@
 // normalizer (loss_param.normalization): VALID = positions not ignored (default),
 // FULL = outer·inner, BATCH_SIZE = outer, NONE = 1; at least 1. Legacy `normalize: false` (without
 // `normalization`) means BATCH_SIZE.
-// The arithmetic is softmax_math.hpp's, on either device: the loss and its count summed by Total
+// The arithmetic is softmax_math.hpp's, on either device (with inner 1, a classifier's scores, each
+// position's softmax runs inside the loss's pass): the loss and its count summed by Total
 // (loss_math.hpp), the normalizer kept in the work blob for the backward pass, and a bad label flagged
 // for the one-line error (the GPU waits for that check unless the labels were checked upstream).
 #include "cortado/layer_registry.hpp"
@@ -35,11 +36,18 @@ class SoftmaxWithLossLayer : public EitherDevice<SoftmaxLossBase> {
 
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
-    ForwardSoftmax(bottom);
     float* work = work_->data();
     ForEach(ctx_, 1, loss::ClearFlag{loss::FlagOf(work)});
-    loss::SumLoss(ctx_, outer_ * inner_, work, softmax::LossTerm{Labels(bottom), prob_->data(), loss::FlagOf(work)},
-                  normalization_ == LossParameter::VALID, FixedNormalizer(), top[0]->data());
+    const softmax::LossTerm loss{Labels(bottom), prob_->data(), loss::FlagOf(work)};
+    const bool by_count = normalization_ == LossParameter::VALID;
+    if (inner_ == 1) {  // the softmax of each position inside the loss's pass
+      const softmax::Forward<1> position{channels_, 1, bottom[0]->data(), prob_->data()};
+      loss::SumLoss(ctx_, outer_, work, softmax::SoftmaxAndLossTerm{position, loss}, by_count, FixedNormalizer(),
+                    top[0]->data());
+    } else {
+      ForwardSoftmax(bottom);
+      loss::SumLoss(ctx_, outer_ * inner_, work, loss, by_count, FixedNormalizer(), top[0]->data());
+    }
     FailOnFlaggedLabel(bottom);
   }
 

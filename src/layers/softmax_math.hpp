@@ -5,7 +5,7 @@
 //     increasing c); y_c = expf(x_c − m); s = Σ_c y_c in float in increasing c; y_c ·= 1 / s.
 //     Backward: d = Σ_c dy_c · y_c (float, increasing c, each step a MulAdd); dx_c = (dy_c − d) · y_c.
 //   SoftmaxWithLoss (Total over positions, loss_math.hpp): loss −= log(max(p_l, FLT_MIN)) per position
-//     with label l, count += 1. Backward (RunPositions): dx_c = scale · p_c, then dx_l −= scale (two
+//     with label l, count += 1; with inner 1, each position's softmax is computed in the same term. Backward (RunPositions): dx_c = scale · p_c, then dx_l −= scale (two
 //     roundings, as the CPU loop always did); 0 at ignored positions; scale = dloss / normalizer
 //     (loss::GradScale).
 //   InfogainLoss: loss −= Σ_c H[l, c] · log(max(p_c, 1e-20)) per position (in double, increasing c),
@@ -168,6 +168,18 @@ struct LossTerm {
     if (!loss::InRangeOrFlagged(l, labels.channels, flag, p)) return;
     sums[0] -= logf(MaxOf(prob[BaseOf(p, labels.channels, labels.inner) + l * labels.inner], FLT_MIN));
     sums[1] += 1;
+  }
+};
+
+// SoftmaxWithLoss when each position's channels are contiguous (inner 1: a classifier's scores): the
+// softmax of position p (Forward<1>), then its LossTerm, in one pass (Total) instead of two.
+struct SoftmaxAndLossTerm {
+  static constexpr int kSums = 2;
+  Forward<1> softmax;
+  LossTerm loss;
+  CORTADO_HOST_DEVICE void operator()(int64_t p, double* sums) const {
+    softmax(p);
+    loss(p, sums);
   }
 };
 

@@ -3,17 +3,18 @@
 // A top's data may be a read-only view of the bottom's (TopMayViewBottomData: the Net decides, unless
 // a later layer writes that top in place); Forward copies only into the tops that have memory of
 // their own. The diffs are always separate, since each branch writes its own.
-// GPU: the same copies and sums with math_gpu.hpp.
+// Backward sums the tops' diffs in one pass for the first two (not a copy and an add), on either device
+// (kernels/arithmetic.hpp's Sum).
 #include "cortado/error.hpp"
+#include "cortado/kernels/arithmetic.hpp"
 #include "cortado/layer_registry.hpp"
-#include "cortado/math.hpp"
-#include "cortado/math_gpu.hpp"
+#include "cortado/math_gpu.hpp"  // copy_on
 
 namespace cortado {
 
-class SplitLayer : public Layer {
+class SplitLayer : public EitherDevice<Layer> {
  public:
-  using Layer::Layer;
+  using EitherDevice::EitherDevice;
   const char* type() const override { return "Split"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int MinTopBlobs() const override { return 1; }
@@ -29,32 +30,23 @@ class SplitLayer : public Layer {
   }
 
  protected:
-  void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     for (Blob* t : top)
-      if (t->data() != bottom[0]->data()) cpu_copy(bottom[0]->count(), bottom[0]->data(), t->data());
+      if (t->data() != bottom[0]->data()) copy_on(ctx_, bottom[0]->count(), bottom[0]->data(), t->data());
   }
 
-  void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
+  // dx = dtop_0 + dtop_1 in one pass, then + dtop_k for each further top (the order of the sums of a
+  // copy followed by axpys, so the same bits).
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const int64_t n = bottom[0]->count();
     float* dx = bottom[0]->diff();
-    cpu_copy(n, top[0]->diff(), dx);
-    for (size_t k = 1; k < top.size(); ++k) cpu_axpy(n, 1.0f, top[k]->diff(), dx);
-  }
-
-  void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    for (Blob* t : top)
-      if (t->data() != bottom[0]->data()) gpu_copy(ctx_, bottom[0]->count(), bottom[0]->data(), t->data());
-  }
-
-  void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
-                    const BlobVec& bottom) override {
-    if (!propagate_down[0]) return;
-    const int64_t n = bottom[0]->count();
-    float* dx = bottom[0]->diff();
-    gpu_copy(ctx_, n, top[0]->diff(), dx);
-    for (size_t k = 1; k < top.size(); ++k) gpu_axpy(ctx_, n, 1.0f, top[k]->diff(), dx);
+    if (top.size() == 1) {
+      copy_on(ctx_, n, top[0]->diff(), dx);
+      return;
+    }
+    Map(ctx_, n, arithmetic::Sum{}, dx, top[0]->diff(), top[1]->diff());
+    for (size_t k = 2; k < top.size(); ++k) Map(ctx_, n, arithmetic::Sum{}, dx, static_cast<const float*>(dx), top[k]->diff());
   }
 };
 

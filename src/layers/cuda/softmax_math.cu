@@ -9,6 +9,7 @@ namespace cortado {
 CORTADO_GPU_FOR_EACH(softmax::Forward<1>);
 CORTADO_GPU_FOR_EACH(softmax::Backward<1>);
 CORTADO_GPU_TOTAL(softmax::LossTerm, loss::StoreLoss);
+CORTADO_GPU_TOTAL(softmax::SoftmaxAndLossTerm, loss::StoreLoss);
 CORTADO_GPU_FOR_EACH(softmax::LossGrad<1>);
 CORTADO_GPU_TOTAL(softmax::InfogainTerm, loss::StoreLoss);
 CORTADO_GPU_FOR_EACH(softmax::RowSums);

@@ -43,12 +43,15 @@ cudaGraphExec_t Capture(cudaStream_t stream, const std::function<void()>& body) 
 
 }  // namespace
 
+// iter_size 1: one graph, `step` (the gradients cleared, the pass, the update); else `pass` (replayed
+// iter_size times after one clear) and `update`.
 struct GpuStepper::Graphs {
-  void* pass = nullptr;  // cudaGraphExec_t
+  void* step = nullptr;  // cudaGraphExec_t
+  void* pass = nullptr;
   void* update = nullptr;
   ~Graphs() {
-    if (pass != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(pass));
-    if (update != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(update));
+    for (void* graph : {step, pass, update})
+      if (graph != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(graph));
   }
 };
 
@@ -162,8 +165,18 @@ void GpuStepper::RunPasses(int iter) {
   inputs.SetFloat(rate_slot_, last_rate_);
   inputs.SetFloat(correction_slot_, rule_.constants(iter).correction);
   inputs.SetWord(iter_slot_, static_cast<uint64_t>(iter));
+  if (iter_size_ == 1) {  // one graph for the whole step: RunUpdate then launches nothing
+    net_.PrepareStep();
+    inputs.Upload(ctx_);
+    if (first_graph_layer_ > 0) net_.ForwardOnDevice(0, first_graph_layer_ - 1);
+    RunCaptured(&graphs_->step, [this] {
+      net_.ClearParamDiffs();
+      QueuePassBody();
+      QueueUpdateBody();
+    });
+    return;
+  }
   net_.ClearParamDiffs();
-  const cudaStream_t stream = cuda::Stream(ctx_);
   for (int pass = 0; pass < iter_size_; ++pass) {
     net_.PrepareStep();
     inputs.Upload(ctx_);
@@ -174,7 +187,7 @@ void GpuStepper::RunPasses(int iter) {
 }
 
 void GpuStepper::RunUpdate(int iter) {
-  RunCaptured(&graphs_->update, [this] { QueueUpdateBody(); });
+  if (iter_size_ > 1) RunCaptured(&graphs_->update, [this] { QueueUpdateBody(); });
   ++iterations_run_;
   PollNonFinite();
 }
