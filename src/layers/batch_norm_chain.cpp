@@ -6,10 +6,15 @@
 //             statistics passes and its normalise, Scale's pass and ReLU's;
 //   backward: one sums pass (Σdz, Σdz·x̂, which are also Scale's dβ and dγ) and one dx pass — instead of
 //             ReLU's pass, Scale's two sums and its dx, and BatchNorm's sums and its dx.
-// With nothing to run backward and x̂ not kept, forward is one pass from x to y.
+// With nothing to run backward and x̂ not kept, forward is one pass from x to y. On the CPU a batch's
+// channel is finished whole while it is in cache (its sums, then its x̂ and y, or its dx), the channels
+// split over the threads.
 // The mean and std go where BatchNorm keeps them (its statistics), the running sums into its blobs, and
 // the Scale gradients into Scale's blobs, so the chain's layers can take over any pass.
 #include <glog/logging.h>
+
+#include <array>
+#include <type_traits>
 
 #include "batch_norm.hpp"
 #include "batch_norm_chain_math.hpp"
@@ -21,11 +26,14 @@ namespace {
 
 using batch_norm_chain::Act;
 using batch_norm_chain::Activation;
+template <Activation A>
+using ActivationTag = std::integral_constant<Activation, A>;
 
 class BatchNormChainLayer : public EitherDevice<Layer> {
  public:
-  BatchNormChainLayer(const LayerParameter& param, Context& ctx, BatchNormLayer& bn, Layer* scale, Act act)
-      : EitherDevice(param, ctx), bn_(bn), scale_(scale), act_(act) {
+  BatchNormChainLayer(const LayerParameter& param, Context& ctx, BatchNormLayer& bn, Layer* scale, Activation kind,
+                      float slope)
+      : EitherDevice(param, ctx), bn_(bn), scale_(scale), kind_(kind), slope_(slope) {
     if (scale_ != nullptr) bias_index_ = scale_->layer_param().scale_param().bias_term() ? 1 : -1;
   }
   const char* type() const override { return "BatchNormChain"; }
@@ -34,6 +42,25 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
  protected:
   // bottom: x; top: x̂'s blob (BatchNorm's top), y's blob (the chain's last top).
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    WithActivation([&](auto a) { Forward<decltype(a)::value>(bottom, top); });
+  }
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    WithActivation([&](auto a) { Backward<decltype(a)::value>(top, propagate_down, bottom); });
+  }
+
+ private:
+  // f(ActivationTag<A>{}) for this chain's activation A.
+  template <typename F>
+  void WithActivation(F f) const {
+    switch (kind_) {
+      case Activation::kReLU: return f(ActivationTag<Activation::kReLU>{});
+      case Activation::kSigmoid: return f(ActivationTag<Activation::kSigmoid>{});
+      default: return f(ActivationTag<Activation::kNone>{});
+    }
+  }
+
+  template <Activation A>
+  void Forward(const BlobVec& bottom, const BlobVec& top) {
     const ChannelLayout l = bn_.Layout();
     const float* x = bottom[0]->data();
     float* mean = bn_.statistics()->data();
@@ -41,27 +68,43 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     float* running_mean = bn_.blobs()[0]->data();
     float* running_var = bn_.blobs()[1]->data();
     float* factor = bn_.blobs()[2]->data();
+    const batch_norm_chain::ScaleShiftAct<A> rest{Gamma(), Beta(), Act<A>{slope_}};
     if (bn_.global()) {
       Map(ctx_, l.channels, batch_norm::GlobalMean{factor}, mean, running_mean);
       Map(ctx_, l.channels, batch_norm::GlobalStd{factor, bn_.eps()}, std, running_var);
     } else {
       const int64_t m = l.num * l.spatial;
       const float correction = m > 1 ? static_cast<float>(m) / static_cast<float>(m - 1) : 1.0f;
-      ChannelSums(ctx_, l, Partials(), batch_norm_chain::SumAndSquares{x},
-                  batch_norm_chain::StoreBatchStats{static_cast<double>(m), bn_.eps(), bn_.moving_average_fraction(),
-                                                    correction, mean, std, running_mean, running_var, factor});
+      const batch_norm_chain::SumAndSquares term{x};
+      const batch_norm_chain::StoreBatchStats store{static_cast<double>(m), bn_.eps(), bn_.moving_average_fraction(),
+                                                    correction, mean, std, running_mean, running_var, factor};
+      if (ctx_.device() == Device::kCPU && top[0] != top[1]) {  // each channel whole while it is in cache
+        float* x_norm = top[0]->data();
+        float* y = top[1]->data();
+        const batch_norm::Normalize normalize{mean, std};
+        ForEachChannel(l, [&](int64_t c) {
+          store(c, BothSums(l, c, term).data());
+          ForChannel(l, c, [&](int64_t i) {
+            x_norm[i] = normalize(c, x[i]);
+            y[i] = rest(c, x_norm[i]);
+          });
+        });
+        return;
+      }
+      ChannelSums(ctx_, l, Partials(), term, store);
     }
-    const batch_norm_chain::ScaleShiftAct rest{Gamma(), Beta(), act_};
     if (top[0] == top[1]) {  // x̂ is not kept
-      MapChannels(ctx_, l, batch_norm_chain::NormalizeScaleShiftAct{mean, std, rest}, top[1]->data(), x);
+      MapChannels(ctx_, l, batch_norm_chain::NormalizeScaleShiftAct<A>{mean, std, rest}, top[1]->data(), x);
       return;
     }
     MapChannels(ctx_, l, batch_norm::Normalize{mean, std}, top[0]->data(), x);
     MapChannels(ctx_, l, rest, top[1]->data(), top[0]->data());
   }
 
-  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+  template <Activation A>
+  void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
     const ChannelLayout l = bn_.Layout();
+    const Act<A> act{slope_};
     const float* dy = top[1]->diff();
     const float* y = top[1]->data();
     const float* x_norm = top[0]->data();
@@ -71,21 +114,70 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     float* beta_diff =
         bias_index_ >= 0 && scale_->param_propagate_down(bias_index_) ? scale_->blobs()[bias_index_]->diff() : nullptr;
     const bool dx_wanted = propagate_down[0];
+    const batch_norm_chain::GradientSums<A> term{dy, y, x_norm, act};
+    const batch_norm_chain::StoreGradients store{static_cast<double>(l.num * l.spatial), l.channels, Gamma(), means,
+                                                 gamma_diff, beta_diff};
+    float* dx = bottom[0]->diff();
+    if (ctx_.device() == Device::kCPU && dx_wanted && !bn_.global()) {  // each channel whole while in cache
+      const batch_norm_chain::BatchBackward<A> backward{Gamma(), std, means, l.channels, act};
+      ForEachChannel(l, [&](int64_t c) {
+        store(c, BothSums(l, c, term).data());
+        ForChannel(l, c, [&](int64_t i) { dx[i] = backward(c, dy[i], y[i], x_norm[i]); });
+      });
+      return;
+    }
     // The sums serve dγ and dβ, and in batch mode dx's means.
     if (gamma_diff != nullptr || beta_diff != nullptr || (dx_wanted && !bn_.global()))
-      ChannelSums(ctx_, l, Partials(), batch_norm_chain::GradientSums{dy, y, x_norm, act_},
-                  batch_norm_chain::StoreGradients{static_cast<double>(l.num * l.spatial), l.channels, Gamma(), means,
-                                                   gamma_diff, beta_diff});
+      ChannelSums(ctx_, l, Partials(), term, store);
     if (!dx_wanted) return;
-    float* dx = bottom[0]->diff();
     if (bn_.global()) {
-      MapChannels(ctx_, l, batch_norm_chain::GlobalBackward{Gamma(), std, act_}, dx, dy, y);
+      MapChannels(ctx_, l, batch_norm_chain::GlobalBackward<A>{Gamma(), std, act}, dx, dy, y);
     } else {
-      MapChannels(ctx_, l, batch_norm_chain::BatchBackward{Gamma(), std, means, l.channels, act_}, dx, dy, y, x_norm);
+      MapChannels(ctx_, l, batch_norm_chain::BatchBackward<A>{Gamma(), std, means, l.channels, act}, dx, dy, y, x_norm);
     }
   }
 
- private:
+  // visit(c) for every channel, split over the CPU's threads when the blob is large.
+  template <typename Visit>
+  static void ForEachChannel(ChannelLayout l, Visit visit) {
+    if (l.count() >= kCpuParallelElements) {
+#pragma omp parallel for schedule(static)
+      for (int64_t c = 0; c < l.channels; ++c) visit(c);
+    } else {
+      for (int64_t c = 0; c < l.channels; ++c) visit(c);
+    }
+  }
+  // A two-sum term's totals over channel c in one pass (the CPU's order of ChannelSumCpu: each image's
+  // stretch in vector lanes, the stretches added in order).
+  template <typename Term>
+  static std::array<double, 2> BothSums(ChannelLayout l, int64_t c, const Term& term) {
+    static_assert(Term::kSums == 2, "a term of two sums");
+    std::array<double, 2> total{};
+    for (int64_t n = 0; n < l.num; ++n) {
+      const int64_t base = (n * l.channels + c) * l.spatial;
+      double first = 0, second = 0;
+#pragma omp simd reduction(+ : first, second)
+      for (int64_t q = 0; q < l.spatial; ++q) {
+        double sums[2] = {};
+        term(base + q, c, sums);
+        first += sums[0];
+        second += sums[1];
+      }
+      total[0] += first;
+      total[1] += second;
+    }
+    return total;
+  }
+  // visit(i) for every element i of channel c, in increasing order.
+  template <typename Visit>
+  static void ForChannel(ChannelLayout l, int64_t c, Visit visit) {
+    for (int64_t n = 0; n < l.num; ++n) {
+      const int64_t base = (n * l.channels + c) * l.spatial;
+#pragma omp simd
+      for (int64_t q = 0; q < l.spatial; ++q) visit(base + q);
+    }
+  }
+
   const float* Gamma() const { return scale_ != nullptr ? scale_->blobs()[0]->data() : nullptr; }
   const float* Beta() const { return bias_index_ >= 0 ? scale_->blobs()[bias_index_]->data() : nullptr; }
   float* Partials() const { return bn_.partials() != nullptr ? bn_.partials()->data() : nullptr; }
@@ -93,7 +185,8 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
   BatchNormLayer& bn_;
   Layer* scale_;        // null: γ = 1, β = 0
   int bias_index_ = -1;  // β's blob in Scale, or −1
-  Act act_;
+  Activation kind_;
+  float slope_;  // ReLU's negative_slope
 };
 
 }  // namespace
@@ -101,13 +194,14 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
 std::unique_ptr<Layer> MakeBatchNormChain(Context& ctx, Layer& batch_norm, Layer* scale, Layer* activation) {
   auto* bn = dynamic_cast<BatchNormLayer*>(&batch_norm);
   CHECK(bn != nullptr && (scale != nullptr || activation != nullptr)) << "MakeBatchNormChain: not a chain";
-  Act act{Activation::kNone, 0.0f};
+  Activation kind = Activation::kNone;
+  float slope = 0.0f;
   if (activation != nullptr) {
-    const std::string kind = activation->type();
-    CHECK(kind == "ReLU" || kind == "Sigmoid") << "MakeBatchNormChain: activation " << kind;
-    act.kind = kind == "ReLU" ? Activation::kReLU : Activation::kSigmoid;
-    act.slope = kind == "ReLU" ? activation->layer_param().relu_param().negative_slope() : 0.0f;
-    CHECK(act.slope >= 0.0f) << "MakeBatchNormChain: a ReLU with a negative slope";
+    const std::string type = activation->type();
+    CHECK(type == "ReLU" || type == "Sigmoid") << "MakeBatchNormChain: activation " << type;
+    kind = type == "ReLU" ? Activation::kReLU : Activation::kSigmoid;
+    slope = type == "ReLU" ? activation->layer_param().relu_param().negative_slope() : 0.0f;
+    CHECK(slope >= 0.0f) << "MakeBatchNormChain: a ReLU with a negative slope";
   }
   LayerParameter param;
   std::string name = batch_norm.name();
@@ -116,7 +210,7 @@ std::unique_ptr<Layer> MakeBatchNormChain(Context& ctx, Layer& batch_norm, Layer
   param.set_name(name);
   param.set_type("BatchNormChain");
   param.set_phase(batch_norm.phase());
-  return std::make_unique<BatchNormChainLayer>(param, ctx, *bn, scale, act);
+  return std::make_unique<BatchNormChainLayer>(param, ctx, *bn, scale, kind, slope);
 }
 
 }  // namespace cortado

@@ -21,20 +21,21 @@
 
 namespace cortado::batch_norm_chain {
 
-// The activation that ends the chain, applied to z and differentiated from y = act(z).
+// The activation that ends the chain, applied to z and differentiated from y = act(z). A template
+// argument, so that each loop is compiled for its own (and vectorised where the activation allows).
 enum class Activation : int { kNone = 0, kReLU = 1, kSigmoid = 2 };
 
+template <Activation A>
 struct Act {
-  Activation kind;
   float slope;  // ReLU's negative_slope (≥ 0)
   CORTADO_HOST_DEVICE float Apply(float z) const {
-    if (kind == Activation::kReLU) return z > 0 ? z : slope * z;
-    if (kind == Activation::kSigmoid) return 1.0f / (1.0f + expf(-z));
+    if constexpr (A == Activation::kReLU) return z > 0 ? z : slope * z;
+    if constexpr (A == Activation::kSigmoid) return 1.0f / (1.0f + expf(-z));
     return z;
   }
   CORTADO_HOST_DEVICE float Gradient(float y, float dy) const {  // dz from dy and y
-    if (kind == Activation::kReLU) return dy * (y > 0 ? 1.0f : slope);
-    if (kind == Activation::kSigmoid) return dy * y * (1.0f - y);
+    if constexpr (A == Activation::kReLU) return dy * (y > 0 ? 1.0f : slope);
+    if constexpr (A == Activation::kSigmoid) return dy * y * (1.0f - y);
     return dy;
   }
 };
@@ -69,31 +70,34 @@ struct StoreBatchStats {
 
 // ---- forward, per element ------------------------------------------------------------------------------
 // y = act(γ·x̂ + β) from x̂.
+template <Activation A>
 struct ScaleShiftAct {
   const float* gamma;
   const float* beta;
-  Act act;
+  Act<A> act;
   CORTADO_HOST_DEVICE float operator()(int64_t c, float x_norm) const {
     const float z = gamma ? x_norm * gamma[c] : x_norm;
     return act.Apply(beta ? z + beta[c] : z);
   }
 };
 // y = act(γ·(x − mean)/std + β) from x, when x̂ is not kept (no backward follows).
+template <Activation A>
 struct NormalizeScaleShiftAct {
   const float* mean;
   const float* std;
-  ScaleShiftAct rest;
+  ScaleShiftAct<A> rest;
   CORTADO_HOST_DEVICE float operator()(int64_t c, float x) const { return rest(c, (x - mean[c]) / std[c]); }
 };
 
 // ---- backward --------------------------------------------------------------------------------------------
 // Σdz and Σdz·x̂ per channel, dz = act'(y)·dy.
+template <Activation A>
 struct GradientSums {
   static constexpr int kSums = 2;
   const float* dy;
   const float* y;
   const float* x_norm;
-  Act act;
+  Act<A> act;
   CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const {
     const float dz = act.Gradient(y[i], dy[i]);
     sum[0] += dz;
@@ -118,12 +122,13 @@ struct StoreGradients {
   }
 };
 // dx from dy, y and x̂ (batch statistics).
+template <Activation A>
 struct BatchBackward {
   const float* gamma;
   const float* std;
   const float* means;
   int64_t channels;
-  Act act;
+  Act<A> act;
   CORTADO_HOST_DEVICE float operator()(int64_t c, float dy, float y, float x_norm) const {
     const float dz = act.Gradient(y, dy);
     const float dx_norm = gamma ? gamma[c] * dz : dz;
@@ -131,10 +136,11 @@ struct BatchBackward {
   }
 };
 // dx = γ·dz / std (global statistics).
+template <Activation A>
 struct GlobalBackward {
   const float* gamma;
   const float* std;
-  Act act;
+  Act<A> act;
   CORTADO_HOST_DEVICE float operator()(int64_t c, float dy, float y) const {
     const float dz = act.Gradient(y, dy);
     return (gamma ? gamma[c] * dz : dz) / std[c];

@@ -291,4 +291,47 @@ TEST(TrainerCli, PlanOnlyPrintsThePlanAndTheLargestBatchThatFits) {
   EXPECT_EQ(CountLines(bad.err), 1) << bad.err;
 }
 
+// The fused chains are the default and the log names them; --fuse=false (time, train) and the solver's
+// fuse: false run every layer on its own.
+TEST(TrainerCli, FuseFlagAndFieldTurnTheFusedChainsOff) {
+  const std::string dir = NewTempDir();
+  const std::string net = dir + "/bn.prototxt";
+  WriteFile(net, R"(name: "bn"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+        dummy_data_param { data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 }
+                           shape { dim: 4 dim: 3 dim: 8 dim: 8 } shape { dim: 4 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+        convolution_param { num_output: 4 kernel_size: 3 bias_term: false weight_filler { type: "msra" } } }
+layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
+layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
+layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+layer { name: "ip" type: "InnerProduct" bottom: "conv" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)");
+  const std::string fused = "1 chain(s) of layers run fused, each as one layer (fuse: false runs them one by one): "
+                            "bn+scale+relu";
+  const std::string time = ToolPath("trainer") + " time --model=" + net + " --iterations=1";
+  const auto on = RunCommand(time);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_NE(on.err.find(fused), std::string::npos) << on.err;
+  const auto off = RunCommand(time + " --fuse=false");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(off.err.find("run fused"), std::string::npos) << off.err;
+
+  const std::string solver = dir + "/solver.prototxt";
+  WriteFile(solver, "net: \"" + net + "\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 2\nsolver_mode: CPU\nsnapshot_after_train: false\n"
+                    "snapshot_prefix: \"" + dir + "/s\"\nfuse: false\n");
+  const auto field = RunCommand(ToolPath("trainer") + " train --solver=" + solver);
+  ASSERT_EQ(field.exit_code, 0) << field.err;
+  EXPECT_EQ(field.err.find("run fused"), std::string::npos) << field.err;
+  WriteFile(solver, "net: \"" + net + "\"\nbase_lr: 0.01\nlr_policy: \"fixed\"\nmax_iter: 2\nsolver_mode: CPU\nsnapshot_after_train: false\n"
+                    "snapshot_prefix: \"" + dir + "/s\"\n");
+  const auto fresh = RunCommand(ToolPath("trainer") + " train --solver=" + solver);
+  ASSERT_EQ(fresh.exit_code, 0) << fresh.err;
+  EXPECT_NE(fresh.err.find(fused), std::string::npos) << fresh.err;
+  const auto flag = RunCommand(ToolPath("trainer") + " train --fuse=false --solver=" + solver);
+  ASSERT_EQ(flag.exit_code, 0) << flag.err;
+  EXPECT_EQ(flag.err.find("run fused"), std::string::npos) << flag.err;
+}
+
 }  // namespace cortado::test

@@ -9,10 +9,16 @@ namespace cortado {
 using namespace batch_norm_chain;  // NOLINT: the functors of this layer
 
 CORTADO_GPU_CHANNEL_SUMS(SumAndSquares, StoreBatchStats);
-CORTADO_GPU_CHANNEL_SUMS(GradientSums, StoreGradients);
-CORTADO_GPU_MAP_CHANNELS(ScaleShiftAct, float*, const float*);
-CORTADO_GPU_MAP_CHANNELS(NormalizeScaleShiftAct, float*, const float*);
-CORTADO_GPU_MAP_CHANNELS(BatchBackward, float*, const float*, const float*, const float*);
-CORTADO_GPU_MAP_CHANNELS(batch_norm_chain::GlobalBackward, float*, const float*, const float*);
+
+#define CORTADO_BATCH_NORM_CHAIN_GPU(A)                                                                   \
+  CORTADO_GPU_CHANNEL_SUMS(GradientSums<A>, StoreGradients);                                           \
+  CORTADO_GPU_MAP_CHANNELS(ScaleShiftAct<A>, float*, const float*);                                    \
+  CORTADO_GPU_MAP_CHANNELS(NormalizeScaleShiftAct<A>, float*, const float*);                           \
+  CORTADO_GPU_MAP_CHANNELS(BatchBackward<A>, float*, const float*, const float*, const float*);        \
+  CORTADO_GPU_MAP_CHANNELS(batch_norm_chain::GlobalBackward<A>, float*, const float*, const float*)
+
+CORTADO_BATCH_NORM_CHAIN_GPU(Activation::kNone);
+CORTADO_BATCH_NORM_CHAIN_GPU(Activation::kReLU);
+CORTADO_BATCH_NORM_CHAIN_GPU(Activation::kSigmoid);
 
 }  // namespace cortado
