@@ -144,9 +144,8 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
     Layer& layer = *layers_[i];
     const std::vector<int>& bottoms = bottom_id_vecs_[i];
     const std::vector<int>& tops = top_id_vecs_[i];
-    const std::pair<int, int> chain = FusedSpan(i);
-    const std::pair<int, int> forward{chain.first, chain.second};
-    const std::pair<int, int> backward{backward_step(chain.second), backward_step(chain.first)};
+    const std::pair<int, int> forward = FusedSpan(i);  // the steps of layer i's chain (i's alone, unfused)
+    const std::pair<int, int> backward{backward_step(forward.second), backward_step(forward.first)};
     for (int b : bottoms) data_of(b).UseOver(forward);
     for (size_t j = 0; j < tops.size(); ++j) {
       data_of(tops[j]).UseOver(forward);

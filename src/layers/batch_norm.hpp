@@ -12,6 +12,33 @@
 
 namespace cortado {
 
+namespace batch_norm {
+
+// The CPU's per-channel loops of BatchNorm and of its fused chain (batch_norm_chain.cpp), which finish
+// each channel while it is in cache. visit(c) for every channel, split over the threads when the blob
+// is large enough to split (not LeNet's smallest).
+template <typename Visit>
+void ForEachChannel(ChannelLayout l, Visit visit) {
+  if (l.count() >= kCpuParallelElements) {
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < l.channels; ++c) visit(c);
+  } else {
+    for (int64_t c = 0; c < l.channels; ++c) visit(c);
+  }
+}
+
+// visit(i) for every element i of channel c, in increasing order.
+template <typename Visit>
+void ForChannel(ChannelLayout l, int64_t c, Visit visit) {
+  for (int64_t n = 0; n < l.num; ++n) {
+    const int64_t base = (n * l.channels + c) * l.spatial;
+#pragma omp simd
+    for (int64_t q = 0; q < l.spatial; ++q) visit(base + q);
+  }
+}
+
+}  // namespace batch_norm
+
 class BatchNormLayer : public EitherDevice<Layer> {
  public:
   using EitherDevice::EitherDevice;
@@ -90,13 +117,12 @@ class BatchNormLayer : public EitherDevice<Layer> {
         ChannelSums(ctx_, Layout(), partials_->data(), SumOfValues{x}, store_mean);
         ChannelSums(ctx_, Layout(), partials_->data(), batch_norm::SumOfSquares{x, mean}, store_stats);
       } else {  // each channel's two sums while it is in cache
-#pragma omp parallel for schedule(static) if (Parallel())
-        for (int c = 0; c < channels_; ++c) {
+        batch_norm::ForEachChannel(Layout(), [&](int64_t c) {
           double total = ChannelSumCpu<0>(Layout(), c, SumOfValues{x});
           store_mean(c, &total);
           total = ChannelSumCpu<0>(Layout(), c, batch_norm::SumOfSquares{x, mean});
           store_stats(c, &total);
-        }
+        });
       }
     }
     MapChannels(ctx_, Layout(), batch_norm::Normalize{mean, std}, top[0]->data(), x);
@@ -122,29 +148,14 @@ class BatchNormLayer : public EitherDevice<Layer> {
       return;
     }
     // The CPU finishes each channel while it is in cache: its sums, then its dx.
-#pragma omp parallel for schedule(static) if (Parallel())
-    for (int c = 0; c < channels_; ++c) {
+    batch_norm::ForEachChannel(Layout(), [&](int64_t c) {
       const double totals[2] = {ChannelSumCpu<0>(Layout(), c, term), ChannelSumCpu<1>(Layout(), c, term)};
       store(c, totals);
-      ForChannel(c, [&](int64_t i) { dx[i] = backward(c, dy[i], x_norm[i]); });
-    }
+      batch_norm::ForChannel(Layout(), c, [&](int64_t i) { dx[i] = backward(c, dy[i], x_norm[i]); });
+    });
   }
 
  private:
-  // Calls visit(i) for every element i of channel c, in increasing order.
-  template <typename Visit>
-  void ForChannel(int c, Visit visit) const {
-    for (int n = 0; n < num_; ++n) {
-      const int64_t base = (static_cast<int64_t>(n) * channels_ + c) * spatial_;
-#pragma omp simd
-      for (int64_t q = 0; q < spatial_; ++q) visit(base + q);
-    }
-  }
-
-
-  // Channels are split over the CPU threads when there is enough to split (not LeNet's smallest).
-  bool Parallel() const { return Layout().count() >= kCpuParallelElements; }
-
   bool global_ = false;
   float maf_ = 0.999f, eps_ = 1e-5f;
   int channels_ = 0, num_ = 0;

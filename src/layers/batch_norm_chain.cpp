@@ -82,9 +82,9 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
         float* x_norm = top[0]->data();
         float* y = top[1]->data();
         const batch_norm::Normalize normalize{mean, std};
-        ForEachChannel(l, [&](int64_t c) {
+        batch_norm::ForEachChannel(l, [&](int64_t c) {
           store(c, BothSums(l, c, term).data());
-          ForChannel(l, c, [&](int64_t i) {
+          batch_norm::ForChannel(l, c, [&](int64_t i) {
             x_norm[i] = normalize(c, x[i]);
             y[i] = rest(c, x_norm[i]);
           });
@@ -120,9 +120,9 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     float* dx = bottom[0]->diff();
     if (ctx_.device() == Device::kCPU && dx_wanted && !bn_.global()) {  // each channel whole while in cache
       const batch_norm_chain::BatchBackward<A> backward{Gamma(), std, means, l.channels, act};
-      ForEachChannel(l, [&](int64_t c) {
+      batch_norm::ForEachChannel(l, [&](int64_t c) {
         store(c, BothSums(l, c, term).data());
-        ForChannel(l, c, [&](int64_t i) { dx[i] = backward(c, dy[i], y[i], x_norm[i]); });
+        batch_norm::ForChannel(l, c, [&](int64_t i) { dx[i] = backward(c, dy[i], y[i], x_norm[i]); });
       });
       return;
     }
@@ -137,16 +137,6 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     }
   }
 
-  // visit(c) for every channel, split over the CPU's threads when the blob is large.
-  template <typename Visit>
-  static void ForEachChannel(ChannelLayout l, Visit visit) {
-    if (l.count() >= kCpuParallelElements) {
-#pragma omp parallel for schedule(static)
-      for (int64_t c = 0; c < l.channels; ++c) visit(c);
-    } else {
-      for (int64_t c = 0; c < l.channels; ++c) visit(c);
-    }
-  }
   // A two-sum term's totals over channel c in one pass (the CPU's order of ChannelSumCpu: each image's
   // stretch in vector lanes, the stretches added in order).
   template <typename Term>
@@ -168,16 +158,6 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     }
     return total;
   }
-  // visit(i) for every element i of channel c, in increasing order.
-  template <typename Visit>
-  static void ForChannel(ChannelLayout l, int64_t c, Visit visit) {
-    for (int64_t n = 0; n < l.num; ++n) {
-      const int64_t base = (n * l.channels + c) * l.spatial;
-#pragma omp simd
-      for (int64_t q = 0; q < l.spatial; ++q) visit(base + q);
-    }
-  }
-
   const float* Gamma() const { return scale_ != nullptr ? scale_->blobs()[0]->data() : nullptr; }
   const float* Beta() const { return bias_index_ >= 0 ? scale_->blobs()[bias_index_]->data() : nullptr; }
   float* Partials() const { return bn_.partials() != nullptr ? bn_.partials()->data() : nullptr; }

@@ -18,6 +18,7 @@
 #include <cstdint>
 
 #include "cortado/kernels/for_each.hpp"
+#include "neuron_math.hpp"  // ReLU's and Sigmoid's forward and backward
 
 namespace cortado::batch_norm_chain {
 
@@ -29,13 +30,14 @@ template <Activation A>
 struct Act {
   float slope;  // ReLU's negative_slope (≥ 0)
   CORTADO_HOST_DEVICE float Apply(float z) const {
-    if constexpr (A == Activation::kReLU) return z > 0 ? z : slope * z;
-    if constexpr (A == Activation::kSigmoid) return 1.0f / (1.0f + expf(-z));
+    if constexpr (A == Activation::kReLU) return neuron::ReLUForward{slope}(z);
+    if constexpr (A == Activation::kSigmoid) return neuron::SigmoidForward{}(z);
     return z;
   }
-  CORTADO_HOST_DEVICE float Gradient(float y, float dy) const {  // dz from dy and y
-    if constexpr (A == Activation::kReLU) return dy * (y > 0 ? 1.0f : slope);
-    if constexpr (A == Activation::kSigmoid) return dy * y * (1.0f - y);
+  // dz from dy and y (ReLU's mask from y: y > 0 exactly where z > 0, for slope ≥ 0).
+  CORTADO_HOST_DEVICE float Gradient(float y, float dy) const {
+    if constexpr (A == Activation::kReLU) return neuron::ReLUBackward{slope}(y, dy);
+    if constexpr (A == Activation::kSigmoid) return neuron::SigmoidBackward{}(y, dy);
     return dy;
   }
 };

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "cortado/kernels/for_each.hpp"
+#include "neuron_math.hpp"  // ReLU's forward and backward
 
 namespace cortado::eltwise {
 
@@ -40,13 +41,12 @@ struct MaxBackward {  // dx = mask == k ? dy : 0
 struct SumReLU {  // relu(c0·x0 + c1·x1), slope ≥ 0 for x < 0
   float c0, c1, slope;
   CORTADO_HOST_DEVICE float operator()(float x0, float x1) const {
-    const float z = c0 * x0 + c1 * x1;
-    return z > 0 ? z : slope * z;
+    return neuron::ReLUForward{slope}(c0 * x0 + c1 * x1);
   }
 };
-struct SumReLUBackward {  // c · dy · (y > 0 ? 1 : slope)
+struct SumReLUBackward {  // c · (ReLU's dx from y and dy)
   float coeff, slope;
-  CORTADO_HOST_DEVICE float operator()(float y, float dy) const { return coeff * (dy * (y > 0 ? 1.0f : slope)); }
+  CORTADO_HOST_DEVICE float operator()(float y, float dy) const { return coeff * neuron::ReLUBackward{slope}(y, dy); }
 };
 
 }  // namespace cortado::eltwise

@@ -113,19 +113,16 @@ TEST_P(BatchNormChains, FusedGivesWhatTheLayersGive) {
   ExpectClose(fused.values, layers.values, 2e-5);
 }
 
+// ResNet's own form: every layer in place on the convolution's top.
+const char* const kInPlaceResNetChain = R"(
+      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
+      layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
+      layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+      layer { name: "copy" type: "Power" bottom: "conv" top: "chained" })";
+
 const ChainCase kChains[] = {
-    {"ResNetStyleInPlace", R"(
-      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
-      layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
-      layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
-      layer { name: "copy" type: "Power" bottom: "conv" top: "chained" })",
-     TRAIN, 1},
-    {"ResNetStyleInTest", R"(
-      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
-      layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
-      layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
-      layer { name: "copy" type: "Power" bottom: "conv" top: "chained" })",
-     TEST, 1},
+    {"ResNetStyleInPlace", kInPlaceResNetChain, TRAIN, 1},
+    {"ResNetStyleInTest", kInPlaceResNetChain, TEST, 1},
     {"OutOfPlaceSigmoidWithoutScale", R"(
       layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "bn" }
       layer { name: "sigmoid" type: "Sigmoid" bottom: "bn" top: "chained" })",
