@@ -3,9 +3,11 @@
 // per-thread buffers. One open handle per path is shared in the process (shared_handles.hpp), since
 // LevelDB's LOCK file lets a process open a database only once.
 #include <leveldb/db.h>  // leveldb::DB, Options, ReadOptions, Iterator, Snapshot, Status
+#include <leveldb/env.h>  // leveldb::Env, EnvWrapper, Logger
 
 #include <glog/logging.h>  // CHECK_LE
 
+#include <cstdarg>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -87,6 +89,23 @@ std::pair<std::string, std::vector<uint64_t>> UnpackKeys(const std::string& pack
   return unpacked;
 }
 
+// What the child that reads the keys gives LevelDB in place of its defaults. The child is forked while
+// other threads of this process run (data loaders, glog), and inherits every lock one of them held at
+// that moment, locked for ever: so its LevelDB writes no LOG file (a log line's time is formatted by
+// localtime_r, under libc's time-zone lock, which a thread writing a glog line holds) and schedules no
+// background compaction (the process-wide Env's queue lock, and a thread the child does not have).
+// The child ends as soon as it has the keys, so it never needs either.
+class SilentLogger : public leveldb::Logger {
+ public:
+  void Logv(const char* /*format*/, va_list /*arguments*/) override {}
+};
+class NoBackgroundWorkEnv : public leveldb::EnvWrapper {
+ public:
+  NoBackgroundWorkEnv() : EnvWrapper(leveldb::Env::Default()) {}
+  void Schedule(void (*/*function*/)(void*), void* /*argument*/) override {}
+  void StartThread(void (*/*function*/)(void*), void* /*argument*/) override {}
+};
+
 // A new handle of the LevelDB at `path` (checked by OpenShared), its keys read.
 LeveldbRecords::Handle* OpenHandle(const std::string& path, const std::string& prefix) {
   leveldb::Options options;
@@ -106,8 +125,13 @@ LeveldbRecords::Handle* OpenHandle(const std::string& path, const std::string& p
                             std::to_string(memory.budget_bytes >> 20) + " MiB it can need (a damaged database?)";
   const std::string keys = RunInChildProcess(
       [&] {
+        static SilentLogger silent;  // the child's own: created after the fork, never destroyed
+        static NoBackgroundWorkEnv no_background_work;
+        leveldb::Options child_options = options;
+        child_options.info_log = &silent;
+        child_options.env = &no_background_work;
         leveldb::DB* probe = nullptr;
-        const leveldb::Status opened = leveldb::DB::Open(options, path, &probe);
+        const leveldb::Status opened = leveldb::DB::Open(child_options, path, &probe);
         if (!opened.ok()) Fail(prefix, "cannot open LevelDB '", path, "': ", opened.ToString());
         return ReadKeys(probe, path, prefix);
       },

@@ -2,9 +2,17 @@
 // in key order for both backends, batched writes, dropped tails, refusals and one-line errors naming the
 // path, concurrent reads, one database opened twice in a process and by threads at once, and the Data
 // layer giving the same batches from a LevelDB as from an LMDB, exact resume included.
+#include <signal.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -66,6 +74,17 @@ std::vector<float> Batch(LayerFixture& f) {
 }
 
 bool Has(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Kills this process's child processes (from /proc/<pid>/stat: pid, (name), state, parent pid).
+void KillChildren() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator("/proc", ec)) {
+    std::ifstream stat(entry.path() / "stat");
+    int pid = 0, parent = 0;
+    std::string name, state;
+    if (stat >> pid >> name >> state >> parent && parent == ::getpid()) ::kill(pid, SIGKILL);
+  }
+}
 
 }  // namespace
 
@@ -215,6 +234,35 @@ TEST(Leveldb, ThreadsOpeningOneDatabaseAtOnceEachSeeEveryRecordLikeLmdb) {
     for (auto& worker : workers) worker.join();
     for (int t = 0; t < threads; ++t) EXPECT_EQ(problems[t], "") << "thread " << t;
   }
+}
+
+// A LevelDB's keys are read in a forked child, which inherits every lock another thread held at the
+// fork. A thread writing a glog line holds libc's time-zone lock while it formats the time
+// (localtime_r): a child whose LevelDB wrote its LOG file (whose lines LevelDB also dates) waited for it
+// for ever, and the Data layer's open with it (a data loader logging "Restarting data prefetching").
+TEST(Leveldb, OpensWhileAnotherThreadFormatsLogTimes) {
+  const std::string path = WriteShuffled(DataParameter::LEVELDB, TempDir() + "/db", 5);
+  std::atomic<bool> stop{false};
+  std::thread clock([&] {
+    while (!stop) {
+      const std::time_t now = std::time(nullptr);
+      std::tm parts{};
+      localtime_r(&now, &parts);
+    }
+  });
+  auto opens = std::async(std::launch::async, [&] {
+    for (int i = 0; i < 40; ++i)
+      if (LeveldbRecords(path, "test").size() != 5) return false;
+    return true;
+  });
+  if (opens.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+    std::fprintf(stderr, "opening a LevelDB while another thread runs localtime_r hangs\n");
+    KillChildren();  // else the stuck child would outlive the test, holding its output open
+    std::_Exit(1);   // the thread waiting for it cannot be joined
+  }
+  stop = true;
+  clock.join();
+  EXPECT_TRUE(opens.get());
 }
 
 TEST(Leveldb, DataLayerGivesTheLmdbBatchesAndResumesExactly) {
