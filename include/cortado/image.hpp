@@ -4,11 +4,13 @@
 //   DecodeDatum       an encoded Datum (JPEG, PNG, ... bytes in data) → a raw uint8 C×H×W Datum
 //   ReadImageToDatum  an image file → a Datum, raw (optionally resized) or re-encoded
 //   ReadEncodedImageHeader  the format and size an encoded image's header claims (no OpenCV needed)
+//   ResizePlanes      a planar C×H×W image (uint8 or float) resized with cv::resize
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "cortado/cortado.pb.h"
 
@@ -53,5 +55,14 @@ bool ReadEncodedImageHeader(std::string_view bytes, EncodedImageHeader* header);
 // file is decoded as DecodeDatum decodes a record).
 void ReadImageToDatum(const std::string& path, int label, int height, int width, ColorMode mode,
                       const std::string& encoding, Datum* datum);
+
+// Resizes a planar C×H×W image (a raw Datum's layout) to C×new_height×new_width with OpenCV's
+// cv::resize, plane by plane, using `interpolation`: OpenCV's number, which TransformationParameter's
+// InterpolationAlgo shares (0 nearest, 1 linear, 2 cubic, 3 area). `out` is resized to hold the result.
+// Every size must be positive. Without OpenCV it throws an Error that says so.
+void ResizePlanes(const uint8_t* in, int channels, int height, int width, int new_height, int new_width,
+                  int interpolation, std::vector<uint8_t>* out);
+void ResizePlanes(const float* in, int channels, int height, int width, int new_height, int new_width,
+                  int interpolation, std::vector<float>* out);
 
 }  // namespace cortado

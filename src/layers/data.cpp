@@ -1,5 +1,6 @@
 // data.cpp — the Data layer: Datums from an LMDB or a LevelDB (Caffe's default backend), read by index
-// by the BatchPipeline's workers, decoded when encoded, and transformed into the batch.
+// by the BatchPipeline's workers (from memory after their first read with data_param cache), decoded
+// when encoded, and transformed into the batch.
 #include <glog/logging.h>
 
 #include <cstdint>
@@ -32,6 +33,11 @@ PipelineDataLayer::Source DataLayer::Open(bool has_label) {
                   Describe(), ": '", dp.source(), "' is an LMDB but data_param.backend is LEVELDB (Caffe's "
                   "default when backend is not given); set backend: LMDB");
   records_ = OpenRecords(dp.backend(), dp.source(), Describe());
+  if (dp.cache()) {
+    records_ = CacheRecords(std::move(records_));
+    LOG(INFO) << Describe() << ": caching the records of " << records_->backend_name() << " '" << records_->path()
+              << "' in memory as they are read";
+  }
   transformer_ = std::make_unique<DataTransformer>(param_.transform_param(), param_.phase(), Describe());
   // The first record gives the shape of every record: check that it holds C·H·W values before its
   // shape sizes the batches (a damaged record's header could claim gigabytes).
@@ -83,12 +89,19 @@ const Datum& DataLayer::Parse(uint64_t index, Datum* datum, Datum* decoded) cons
 void DataLayer::Load(uint64_t index, int worker, float* out, float* label, RecordRng& rng) {
   WorkerScratch& scratch = scratch_[worker];
   const Datum& datum = Parse(index, &scratch.datum, &scratch.decoded);
-  CORTADO_REQUIRE(datum.channels() == record_shape_[0] && datum.height() == record_shape_[1] &&
-                      datum.width() == record_shape_[2],
+  // Resized records may differ in height and width (the crop fixes the output's), not in channels.
+  const bool resizes = transformer_->resizes();
+  CORTADO_REQUIRE(datum.channels() == record_shape_[0] &&
+                      (resizes || (datum.height() == record_shape_[1] && datum.width() == record_shape_[2])),
                   Describe(), ": record '", PrintableKey(records_->key(index)), "' has shape ", datum.channels(), "×",
                   datum.height(), "×", datum.width(), " but the first record has ", record_shape_[0], "×",
-                  record_shape_[1], "×", record_shape_[2], "; all records must have one shape");
-  transformer_->Transform(datum, out, rng);
+                  record_shape_[1], "×", record_shape_[2],
+                  resizes ? "; all records must have one number of channels" : "; all records must have one shape");
+  try {
+    transformer_->Transform(datum, out, rng);
+  } catch (const Error& e) {
+    Fail(e.what(), " (", RecordName(index), ")");
+  }
   if (label != nullptr) *label = static_cast<float>(datum.label());
 }
 

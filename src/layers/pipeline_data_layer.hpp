@@ -87,9 +87,11 @@ bool BackwardReadsTopData(int) const override { return false; }  // no backward
 };
 
 // Data (DataParameter source, batch_size, backend: LEVELDB (Caffe's default) or LMDB, rand_skip,
-// prefetch, our threads and shuffle; transform_param): Datums from a database, in key order (LMDB's
-// read in place, LevelDB's through a per-worker buffer); encoded ones (JPEG, PNG) are decoded in the
-// workers, as colour or grey per transform_param force_color / force_gray.
+// prefetch, our threads, NVIDIA's shuffle and cache; transform_param): Datums from a database, in key
+// order (LMDB's read in place, LevelDB's through a per-worker buffer; with cache, from memory after a
+// record's first read); encoded ones (JPEG, PNG) are decoded in the workers, as colour or grey per
+// transform_param force_color / force_gray. With a resize (transform_param img_rand_resize_*,
+// *_stretch_*) records may differ in height and width.
 class DataLayer : public PipelineDataLayer {
  public:
   DataLayer(const LayerParameter& param, Context& ctx);

@@ -1,10 +1,12 @@
 // transformer_test.cpp — DataTransformer against hand-computed values: scale, mean_value, mean_file,
-// centre and random crops, mirror, float_data datums; and its errors.
+// centre and random crops, mirror, float_data datums; and its errors, the resize's set-up errors among
+// them (the resize itself: resize_test.cpp).
 #include <string>
 #include <vector>
 
 #include "cortado/data/transformer.hpp"
 #include "cortado/error.hpp"
+#include "cortado/image.hpp"  // BuiltWithImageSupport
 #include "cortado/io.hpp"
 #include "test_util.hpp"
 
@@ -236,6 +238,47 @@ TEST(Transformer, MeanFileWhoseValueCountOverflowsInt64) {
   WriteProtoToBinaryFile(mean, mean_path);
   EXPECT_EQ(ErrorOf([&] { DataTransformer t(Param("mean_file: '" + mean_path + "'"), TEST, "t"); }),
             "t: mean file '" + mean_path + "' has shape 1×16×1073741824×1073741824 but holds 0 values");
+}
+
+// A resize or stretch fixes no output size: crop_size must, and the layer is named at set-up.
+TEST(Transformer, ResizeWithoutCropSizeIsASetupError) {
+  for (const std::string text : {"img_rand_resize_lower: 240 img_rand_resize_upper: 288",
+                                 "vertical_stretch_lower: 0.7 vertical_stretch_upper: 1.3"}) {
+    EXPECT_EQ(ErrorOf([&] { DataTransformer t(Param(text), TRAIN, "layer data (Data)"); }),
+              "layer data (Data): transform_param's random resize and stretch (img_rand_resize_*, *_stretch_*) "
+              "need crop_size, which fixes the size of the output")
+        << text;
+  }
+}
+
+TEST(Transformer, ResizeBoundsAreChecked) {
+  EXPECT_EQ(ErrorOf([] { DataTransformer t(Param("img_rand_resize_lower: 9 img_rand_resize_upper: 8 crop_size: 4"),
+                                           TRAIN, "t"); }),
+            "t: transform_param's img_rand_resize_upper (8) is less than img_rand_resize_lower (9)");
+  EXPECT_EQ(ErrorOf([] { DataTransformer t(Param("img_rand_resize_lower: 9 crop_size: 4"), TRAIN, "t"); }),
+            "t: transform_param gives img_rand_resize_lower without img_rand_resize_upper");
+}
+
+// A build without OpenCV refuses a resize at set-up, naming the layer; with OpenCV it is accepted.
+TEST(Transformer, ResizeNeedsOpenCV) {
+  const TransformationParameter p = Param("horizontal_stretch_lower: 0.8 horizontal_stretch_upper: 1.2 crop_size: 4");
+  if (BuiltWithImageSupport()) {
+    DataTransformer t(p, TEST, "layer data (Data)");
+    EXPECT_TRUE(t.resizes());
+    return;
+  }
+  EXPECT_EQ(ErrorOf([&] { DataTransformer t(p, TEST, "layer data (Data)"); }),
+            "layer data (Data): transform_param's random resize and stretch need OpenCV, and this build of Cortado "
+            "has no image support (install libopencv-dev and rebuild)");
+}
+
+// Only the fields asking for one turn the resize on: the defaults, and crop alone, leave it off.
+TEST(Transformer, NoResizeByDefault) {
+  EXPECT_FALSE(DataTransformer(Param(""), TRAIN, "t").resizes());
+  EXPECT_FALSE(DataTransformer(Param("crop_size: 2 interpolation_algo_up: INTER_AREA allow_upscale: true"), TRAIN, "t")
+                   .resizes());
+  if (BuiltWithImageSupport())  // a stretch field given, even {1, 1}, turns it on (NVIDIA's rule)
+    EXPECT_TRUE(DataTransformer(Param("vertical_stretch_upper: 1 crop_size: 2"), TRAIN, "t").resizes());
 }
 
 }  // namespace cortado::test

@@ -3,6 +3,7 @@
 //   RecordSource     every record of a database in key order, by index: size, key(i), value(i)
 //   OpenRecords      a RecordSource for a DataParameter backend: LmdbRecords (lmdb.hpp) or
 //                    LeveldbRecords (leveldb.hpp)
+//   CacheRecords     a RecordSource that keeps each record's bytes in memory once read (data_param cache)
 //   PrintableKey     a record's key for messages; ParseBackendFlag, a tool's --backend flag
 //
 // An LMDB "source" is a directory holding data.mdb and lock.mdb; a LevelDB one is a directory holding
@@ -37,6 +38,14 @@ class RecordSource {
 // ("layer mnist (Data)"; "" for none); every error is one line naming the path.
 std::unique_ptr<RecordSource> OpenRecords(DataParameter::DB backend, const std::string& path,
                                           const std::string& owner);
+
+// DataParameter `cache` (NVIDIA Caffe's): wraps `source` so that each record's value, the first time it
+// is read, is copied into memory, and every later read of it comes from there instead of the database.
+// Values are the same bytes, so batches are the same as without the cache; value(i) views stay valid
+// for the wrapper's lifetime. Safe from several threads at once, without a lock on the reading path
+// (two threads reading one record first may both read the database; one copy is kept). Memory grows
+// to the size of every record read.
+std::unique_ptr<RecordSource> CacheRecords(std::unique_ptr<RecordSource> source);
 
 // A record's key for a message: printable ASCII as it is, other bytes as \xNN, at most 64 characters
 // (then "...").

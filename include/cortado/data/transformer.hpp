@@ -1,5 +1,6 @@
-// transformer.hpp — DataTransformer: Datum (uint8 or float C×H×W) → floats, with mean, scale, crop and
-// mirror; ReadMeanImage, the mean file it subtracts; ValueCount, a record's C·H·W, checked.
+// transformer.hpp — DataTransformer: Datum (uint8 or float C×H×W) → floats, with NVIDIA Caffe's random
+// resize and stretch, mean, scale, crop and mirror; ReadMeanImage, the mean file it subtracts;
+// ValueCount, a record's C·H·W, checked.
 #pragma once
 
 #include <cstdint>
@@ -33,17 +34,40 @@ int64_t ValueCount(int channels, int height, int width);
 // shape 1×C×H×W, the datum's full size) or mean_value[c] (one value, or one per channel); the two are
 // exclusive. crop_size k > 0 takes a k×k window: uniformly random offsets in TRAIN, the centre
 // ((H−k)/2, (W−k)/2) in TEST. mirror flips the window horizontally with probability ½ in TRAIN only.
-// Random draws, in order: flip (rng() % 2), then row and column offsets (rng() % (H−k+1), ...).
+//
+// Resize (NVIDIA Caffe's, in TRAIN and TEST alike, before the crop; on when img_rand_resize_lower or
+// _upper is non-zero or any *_stretch_* field is given; needs crop_size and OpenCV): the image is
+// resized with cv::resize to ResizedSize's H″×W″, with interpolation_algo_down when neither side grows,
+// else interpolation_algo_up. The crop then takes its k×k window of the resized image; a mean_file
+// (any size of at least k×k) contributes its centre k×k window, as NVIDIA's does.
+//
+// Random draws, in order: the resize's (see ResizedSize), flip (rng() % 2), then row and column
+// offsets (rng() % (H−k+1), ...).
 class DataTransformer {
  public:
-  // Reads the mean file now. `owner` prefixes error messages.
+  // Reads the mean file now. `owner` prefixes error messages. Throws when a resize is asked for
+  // without crop_size, with img_rand_resize_upper < _lower or only one of them, or without OpenCV.
   DataTransformer(const TransformationParameter& param, Phase phase, std::string owner);
 
   // Output shape {C, H', W'} for a datum of C×H×W (H' = W' = crop_size when cropping); throws when
-  // the crop is larger than the image, the mean file's shape differs or mean_value's count is wrong.
+  // the crop is larger than the image (without resize), the mean file's shape differs or mean_value's
+  // count is wrong.
   std::vector<int> OutputShape(const Datum& datum) const;
-  // Writes C·H'·W' floats to out. Throws Error for encoded datums and malformed payloads.
+  // Writes C·H'·W' floats to out. Throws Error for encoded datums, malformed payloads and an image
+  // smaller than the crop after its resize.
   void Transform(const Datum& datum, float* out, RecordRng& rng) const;
+
+  // True when images are resized (then records may differ in height and width: the crop fixes the
+  // output's).
+  bool resizes() const { return resizes_; }
+  // The size {H″, W″} an H×W image is resized to, drawing from rng as NVIDIA Caffe does:
+  //   R = the shorter side, or with img_rand_resize_lower and _upper set, lower + rng() % (upper−lower+1);
+  //   s = R / shorter side (float); h = s·H, w = s·W;
+  //   h ·= V with vertical_stretch in [lower, upper] when both are > 0, then w ·= U likewise with the
+  //   horizontal bounds, each drawn as lo + (hi−lo)·rng() / (2^32−1) (no draw when lo == hi);
+  //   H″ = max(crop_size, round(h)), W″ = max(crop_size, round(w)); without allow_upscale each is at
+  //   most H, resp. W.
+  std::vector<int> ResizedSize(int height, int width, RecordRng& rng) const;
 
  private:
   void CheckShape(int channels, int height, int width) const;
@@ -51,6 +75,7 @@ class DataTransformer {
   TransformationParameter param_;
   Phase phase_;
   std::string owner_;
+  bool resizes_ = false;
   std::vector<float> mean_;  // C·H·W values from mean_file, else empty
   std::vector<int> mean_shape_;
 };

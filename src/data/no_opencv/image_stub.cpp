@@ -18,4 +18,9 @@ void ReadImageToDatum(const std::string& path, int, int, int, ColorMode, const s
   NoOpenCV("image '" + path + "'");
 }
 
+void ResizePlanes(const uint8_t*, int, int, int, int, int, int, std::vector<uint8_t>*) {
+  NoOpenCV("resizing an image");
+}
+void ResizePlanes(const float*, int, int, int, int, int, int, std::vector<float>*) { NoOpenCV("resizing an image"); }
+
 }  // namespace cortado
