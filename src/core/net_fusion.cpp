@@ -8,6 +8,8 @@
 //   after a Scale, the activation runs in place (the Scale's own top is not written by the fused layer);
 //   when the chain runs backward, x̂ needs a blob of its own: BatchNorm's top is not the chain's last top,
 //   and every layer after the first propagates to its bottom;
+//   a BatchNorm with scale_bias (γ and β its own) is the BatchNorm → Scale part: no Scale joins it, the
+//   activation after it runs in place, and x̂ is kept in its own buffer (ScaleBiasXNorm);
 //   Eltwise SUM of two bottoms → ReLU (slope ≥ 0) in place on the sum.
 // The memory plan (net_memory.cpp) gives every blob a chain's layers use a lifetime over the whole
 // chain, so the fused layer may write a later layer's top early, or a bottom's diff late.
@@ -78,15 +80,18 @@ void Net::FuseChains() {
     int last = i;
     Layer* scale = nullptr;
     Layer* activation = nullptr;
-    if (follows(last + 1) && IsChannelScale(*layers_[last + 1], bottom_vecs_[last + 1])) scale = layers_[++last].get();
+    Blob* own_x_norm = ScaleBiasXNorm(*layers_[i]);  // non-null: the BatchNorm has scale_bias
+    if (own_x_norm == nullptr && follows(last + 1) && IsChannelScale(*layers_[last + 1], bottom_vecs_[last + 1]))
+      scale = layers_[++last].get();
     const bool in_place_next = last + 1 < n && follows(last + 1) && top_id_vecs_[last + 1][0] == bottom_id_vecs_[last + 1][0];
-    if (follows(last + 1) && IsActivation(*layers_[last + 1]) && (scale == nullptr || in_place_next))
+    const bool scales = scale != nullptr || own_x_norm != nullptr;
+    if (follows(last + 1) && IsActivation(*layers_[last + 1]) && (!scales || in_place_next))
       activation = layers_[++last].get();
     if (last == i) continue;
     bool runs_backward = false;
     for (int k = i; k <= last; ++k) runs_backward = runs_backward || (runs_backward_ && layer_need_backward_[k]);
     if (runs_backward) {
-      if (top_id_vecs_[i][0] == top_id_vecs_[last][0]) continue;  // x̂ would be overwritten
+      if (own_x_norm == nullptr && top_id_vecs_[i][0] == top_id_vecs_[last][0]) continue;  // x̂ would be overwritten
       bool propagates = true;
       for (int k = i + 1; k <= last; ++k) propagates = propagates && bottom_need_backward_[k][0];
       if (!propagates) continue;
@@ -97,6 +102,8 @@ void Net::FuseChains() {
     chain.last = last;
     chain.bottom = bottom_vecs_[i];
     chain.top = {top_vecs_[i][0], top_vecs_[last][0]};
+    // scale_bias: BatchNorm's top is the chain's last (the activation in place); x̂ goes to its own buffer.
+    if (own_x_norm != nullptr && runs_backward) chain.top[0] = own_x_norm;
     chain.propagate_down = {runs_backward && bottom_need_backward_[i][0]};
     chain.runs_backward = runs_backward;
     for (int k = i; k < last; ++k) {

@@ -1,14 +1,18 @@
 // batch_norm.hpp — the BatchNorm layer's class (batch_norm.cpp says what it computes), declared here so
 // that the fused BatchNorm chain (batch_norm_chain.cpp) can share its statistics: the chain writes the
-// mean and std where this layer keeps them, so a pass may run the chain fused or layer by layer.
+// mean and std where this layer keeps them, so a pass may run the chain fused or layer by layer. With
+// scale_bias the layer runs as a chain of its own (fusion.hpp), its γ and β in Scale's place.
 #pragma once
 
 #include <cmath>
+#include <memory>
 
 #include "batch_norm_math.hpp"
 #include "cortado/error.hpp"
+#include "cortado/filler.hpp"
 #include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 #include "cortado/layer.hpp"
+#include "fusion.hpp"
 
 namespace cortado {
 
@@ -45,8 +49,12 @@ class BatchNormLayer : public EitherDevice<Layer> {
   const char* type() const override { return "BatchNorm"; }
   int ExactNumBottomBlobs() const override { return 1; }
   int ExactNumTopBlobs() const override { return 1; }
+  // γ and β's blobs with scale_bias (NVIDIA Caffe's order: after the three statistics).
+  static constexpr int kScaleBlob = 3, kBiasBlob = 4;
+
   bool BackwardReadsBottomData(int) const override { return false; }
-  bool BackwardReadsTopData(int) const override { return !global_; }  // x̂ = y
+  // x̂ = y without scale_bias; with it, x̂ is kept in a buffer of its own.
+  bool BackwardReadsTopData(int) const override { return !global_ && !scale_bias_; }
   bool InPlaceSafe() const override { return true; }
 
   void LayerSetUp(const BlobVec& bottom, const BlobVec& top) override {
@@ -54,11 +62,16 @@ class BatchNormLayer : public EitherDevice<Layer> {
     global_ = p.has_use_global_stats() ? p.use_global_stats() : phase() == TEST;
     maf_ = p.moving_average_fraction();
     eps_ = p.eps();
+    scale_bias_ = p.scale_bias() || p.has_scale_filler() || p.has_bias_filler();  // a filler implies it (NVIDIA)
     CORTADO_REQUIRE(bottom[0]->num_axes() >= 1, Describe(), ": the bottom needs at least one axis");
     channels_ = bottom[0]->num_axes() == 1 ? 1 : bottom[0]->shape(1);
     blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));
     blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));
     blobs_.push_back(std::make_shared<Blob>(std::vector<int>{1}));
+    if (scale_bias_) {
+      blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));  // γ
+      blobs_.push_back(std::make_shared<Blob>(std::vector<int>{channels_}));  // β
+    }
     // The statistics are not learned: lr_mult 0 for each blob.
     for (int i = 0; i < 3; ++i) {
       if (i == param_.param_size()) {
@@ -69,8 +82,19 @@ class BatchNormLayer : public EitherDevice<Layer> {
                         "parameters: give lr_mult: 0 or no param at all");
       }
     }
+    // γ and β learn: lr_mult 1, decay_mult 1 where the prototxt gives no param entry for them.
+    for (int i = kScaleBlob; scale_bias_ && i <= kBiasBlob; ++i) {
+      if (i != param_.param_size()) continue;
+      ParamSpec* spec = param_.add_param();
+      spec->set_lr_mult(1.0f);
+      spec->set_decay_mult(1.0f);
+    }
     stats_ = AddStepScratch();
     if (ctx_.device() == Device::kGPU) partials_ = AddWorkspace();
+    if (scale_bias_) {
+      x_norm_ = AddStepScratch();
+      chain_ = MakeBatchNormChain(ctx_, *this, nullptr, nullptr);
+    }
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -83,10 +107,22 @@ class BatchNormLayer : public EitherDevice<Layer> {
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
     stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, mean(dy), mean(dy·x̂)
     if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(num_, channels_, spatial_, 2)});
+    if (x_norm_) x_norm_->ReshapeLike(x);
   }
 
   void InitParams() override {
-    for (auto& b : blobs_) b->WriteData(std::vector<float>(static_cast<size_t>(b->count()), 0.0f));
+    for (int i = 0; i < 3; ++i) blobs_[i]->WriteData(std::vector<float>(static_cast<size_t>(blobs_[i]->count()), 0.0f));
+    if (!scale_bias_) return;
+    const BatchNormParameter& p = param_.batch_norm_param();
+    FillerParameter scale = p.scale_filler();
+    if (!p.has_scale_filler()) scale.set_value(1.0f);  // constant 1
+    FillBlob(scale, blobs_[kScaleBlob].get(), ctx_.rng());
+    FillBlob(p.bias_filler(), blobs_[kBiasBlob].get(), ctx_.rng());  // constant 0 unless given
+  }
+
+  // Whether x̂ must be kept for a backward pass (scale_bias: the Net says; outside a Net, always).
+  void OnMemoryBound(const BlobVec&, const BlobVec&, const BoundPasses& passes) override {
+    keep_x_norm_ = passes.backward;
   }
 
   // ---- what the fused chain shares (batch_norm_chain.cpp) ----
@@ -97,9 +133,15 @@ class BatchNormLayer : public EitherDevice<Layer> {
   Blob* statistics() const { return stats_; }
   Blob* partials() const { return partials_; }  // GPU: the channel sums' partials, for 2 sums; else null
   ChannelLayout Layout() const { return {num_, channels_, spatial_}; }
+  bool scale_bias() const { return scale_bias_; }
+  Blob* x_norm() const { return x_norm_; }  // scale_bias: where x̂ is kept for Backward; else null
 
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    if (chain_) {  // scale_bias: the chain BatchNorm → its own γ, β
+      chain_->Forward(bottom, {keep_x_norm_ ? x_norm_ : top[0], top[0]});
+      return;
+    }
     const float* x = bottom[0]->data();
     float* mean = stats_->data();
     float* std = mean + channels_;
@@ -129,6 +171,10 @@ class BatchNormLayer : public EitherDevice<Layer> {
   }
 
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    if (chain_) {  // dγ and dβ (where they learn), and dx through γ
+      chain_->Backward({x_norm_, top[0]}, propagate_down, bottom);
+      return;
+    }
     if (!propagate_down[0]) return;
     const float* dy = top[0]->diff();
     const float* x_norm = top[0]->data();  // y = x̂
@@ -157,11 +203,15 @@ class BatchNormLayer : public EitherDevice<Layer> {
 
  private:
   bool global_ = false;
+  bool scale_bias_ = false;   // γ and β of its own (blobs 3 and 4)
+  bool keep_x_norm_ = true;   // scale_bias: Forward writes x̂ into x_norm_ (a backward pass will read it)
   float maf_ = 0.999f, eps_ = 1e-5f;
   int channels_ = 0, num_ = 0;
   int64_t spatial_ = 1;
   Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's mean(dy), mean(dy·x̂)
   Blob* partials_ = nullptr;  // GPU: the chunked channel sums' partials (a workspace)
+  Blob* x_norm_ = nullptr;    // scale_bias: x̂, from Forward to Backward
+  std::unique_ptr<Layer> chain_;  // scale_bias: batch_norm_chain.cpp's layer over this one's blobs
 };
 
 }  // namespace cortado

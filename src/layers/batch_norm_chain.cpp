@@ -1,5 +1,7 @@
 // batch_norm_chain.cpp — BatchNorm → [Scale] → [ReLU | Sigmoid] run as one layer (fusion.hpp), with the
-// arithmetic of batch_norm_chain_math.hpp on either device.
+// arithmetic of batch_norm_chain_math.hpp on either device. A BatchNorm with scale_bias (NVIDIA Caffe's)
+// holds Scale's γ and β itself: its chain reads them from the BatchNorm's blobs 3 and 4, and such a
+// BatchNorm runs alone as this chain too (batch_norm.hpp), x̂ in its own buffer.
 //
 // Passes over memory, batch statistics (what ResNet trains with), against the layers one by one:
 //   forward:  one statistics pass (Σx, Σx²), x̂ written, y written — instead of BatchNorm's two
@@ -10,7 +12,8 @@
 // channel is finished whole while it is in cache (its sums, then its x̂ and y, or its dx), the channels
 // split over the threads.
 // The mean and std go where BatchNorm keeps them (its statistics), the running sums into its blobs, and
-// the Scale gradients into Scale's blobs, so the chain's layers can take over any pass.
+// the Scale gradients into Scale's blobs (or the scale_bias BatchNorm's), so the chain's layers can take
+// over any pass.
 #include <glog/logging.h>
 
 #include <array>
@@ -31,11 +34,16 @@ using ActivationTag = std::integral_constant<Activation, A>;
 
 class BatchNormChainLayer : public EitherDevice<Layer> {
  public:
-  BatchNormChainLayer(const LayerParameter& param, Context& ctx, BatchNormLayer& bn, Layer* scale, Activation kind,
-                      float slope)
-      : EitherDevice(param, ctx), bn_(bn), scale_(scale), kind_(kind), slope_(slope) {
-    if (scale_ != nullptr) bias_index_ = scale_->layer_param().scale_param().bias_term() ? 1 : -1;
-  }
+  // γ is blob gamma_index of `affine` and β its blob beta_index (−1: none); a null `affine`: neither.
+  BatchNormChainLayer(const LayerParameter& param, Context& ctx, BatchNormLayer& bn, Layer* affine, int gamma_index,
+                      int beta_index, Activation kind, float slope)
+      : EitherDevice(param, ctx),
+        bn_(bn),
+        affine_(affine),
+        gamma_index_(gamma_index),
+        bias_index_(affine != nullptr ? beta_index : -1),
+        kind_(kind),
+        slope_(slope) {}
   const char* type() const override { return "BatchNormChain"; }
   void Reshape(const BlobVec&, const BlobVec&) override {}  // the chain's layers are shaped
 
@@ -110,9 +118,10 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     const float* x_norm = top[0]->data();
     const float* std = bn_.statistics()->data() + l.channels;
     float* means = bn_.statistics()->data() + 2 * l.channels;
-    float* gamma_diff = scale_ != nullptr && scale_->param_propagate_down(0) ? scale_->blobs()[0]->diff() : nullptr;
+    float* gamma_diff =
+        affine_ != nullptr && affine_->param_propagate_down(gamma_index_) ? affine_->blobs()[gamma_index_]->diff() : nullptr;
     float* beta_diff =
-        bias_index_ >= 0 && scale_->param_propagate_down(bias_index_) ? scale_->blobs()[bias_index_]->diff() : nullptr;
+        bias_index_ >= 0 && affine_->param_propagate_down(bias_index_) ? affine_->blobs()[bias_index_]->diff() : nullptr;
     const bool dx_wanted = propagate_down[0];
     const batch_norm_chain::GradientSums<A> term{dy, y, x_norm, act};
     const batch_norm_chain::StoreGradients store{static_cast<double>(l.num * l.spatial), l.channels, Gamma(), means,
@@ -158,13 +167,14 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     }
     return total;
   }
-  const float* Gamma() const { return scale_ != nullptr ? scale_->blobs()[0]->data() : nullptr; }
-  const float* Beta() const { return bias_index_ >= 0 ? scale_->blobs()[bias_index_]->data() : nullptr; }
+  const float* Gamma() const { return affine_ != nullptr ? affine_->blobs()[gamma_index_]->data() : nullptr; }
+  const float* Beta() const { return bias_index_ >= 0 ? affine_->blobs()[bias_index_]->data() : nullptr; }
   float* Partials() const { return bn_.partials() != nullptr ? bn_.partials()->data() : nullptr; }
 
   BatchNormLayer& bn_;
-  Layer* scale_;        // null: γ = 1, β = 0
-  int bias_index_ = -1;  // β's blob in Scale, or −1
+  Layer* affine_;        // whose blobs hold γ and β: the Scale, or the BatchNorm with scale_bias; null: γ = 1, β = 0
+  int gamma_index_;      // γ's blob in affine_
+  int bias_index_;       // β's blob in affine_, or −1
   Activation kind_;
   float slope_;  // ReLU's negative_slope
 };
@@ -173,7 +183,17 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
 
 std::unique_ptr<Layer> MakeBatchNormChain(Context& ctx, Layer& batch_norm, Layer* scale, Layer* activation) {
   auto* bn = dynamic_cast<BatchNormLayer*>(&batch_norm);
-  CHECK(bn != nullptr && (scale != nullptr || activation != nullptr)) << "MakeBatchNormChain: not a chain";
+  CHECK(bn != nullptr && (scale != nullptr || activation != nullptr || bn->scale_bias()))
+      << "MakeBatchNormChain: not a chain";
+  CHECK(scale == nullptr || !bn->scale_bias()) << "MakeBatchNormChain: a Scale after a BatchNorm with scale_bias";
+  Layer* affine = scale;
+  int gamma_index = 0, beta_index = -1;
+  if (scale != nullptr) beta_index = scale->layer_param().scale_param().bias_term() ? 1 : -1;
+  if (bn->scale_bias()) {
+    affine = bn;
+    gamma_index = BatchNormLayer::kScaleBlob;
+    beta_index = BatchNormLayer::kBiasBlob;
+  }
   Activation kind = Activation::kNone;
   float slope = 0.0f;
   if (activation != nullptr) {
@@ -190,7 +210,12 @@ std::unique_ptr<Layer> MakeBatchNormChain(Context& ctx, Layer& batch_norm, Layer
   param.set_name(name);
   param.set_type("BatchNormChain");
   param.set_phase(batch_norm.phase());
-  return std::make_unique<BatchNormChainLayer>(param, ctx, *bn, scale, kind, slope);
+  return std::make_unique<BatchNormChainLayer>(param, ctx, *bn, affine, gamma_index, beta_index, kind, slope);
+}
+
+Blob* ScaleBiasXNorm(Layer& layer) {
+  auto* bn = dynamic_cast<BatchNormLayer*>(&layer);
+  return bn != nullptr ? bn->x_norm() : nullptr;
 }
 
 }  // namespace cortado

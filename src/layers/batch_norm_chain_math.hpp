@@ -10,7 +10,8 @@
 //               Σdz·x̂, which are dβ and dγ; with dx̂ = γ·dz, BatchNorm's means are
 //               mean(dx̂) = γ·Σdz / m and mean(dx̂·x̂) = γ·Σdz·x̂ / m, and
 //               dx = (γ·dz − mean(dx̂) − x̂·mean(dx̂·x̂)) / std   (global statistics: dx = γ·dz / std).
-// γ null reads as 1 and β null as 0 (no Scale, or a Scale without bias_term).
+// γ and β are a Scale's, or a BatchNorm's own (scale_bias); γ null reads as 1 and β null as 0 (no Scale,
+// or a Scale without bias_term).
 #pragma once
 
 #include <math.h>

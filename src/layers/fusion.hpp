@@ -16,7 +16,12 @@ namespace cortado {
 // both. Bottom: BatchNorm's bottom. Tops: BatchNorm's top (which holds x̂ afterwards, for the backward
 // pass; it may be the chain's last top when nothing runs backward), then the chain's last top.
 // Requires a Scale of one bottom over axis 1 with one axis (γ per channel).
+// A BatchNorm with scale_bias has γ and β of its own: then `scale` must be null, `activation` may be
+// too, and the first top is the BatchNorm's x̂ buffer (ScaleBiasXNorm) rather than its top.
 std::unique_ptr<Layer> MakeBatchNormChain(Context& ctx, Layer& batch_norm, Layer* scale, Layer* activation);
+
+// The buffer where a BatchNorm with scale_bias keeps x̂ for its backward pass; null for any other layer.
+Blob* ScaleBiasXNorm(Layer& layer);
 
 // Eltwise SUM of two bottoms → ReLU (negative_slope ≥ 0) in place on the sum. Bottoms: Eltwise's; top:
 // the sum's (and the ReLU's).

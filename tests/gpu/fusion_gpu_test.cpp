@@ -1,6 +1,6 @@
 // fusion_gpu_test.cpp — the fused chains (src/layers/fusion.hpp) on the GPU against the CPU: a net with
 // every form the rules fuse (BatchNorm → Scale → ReLU in place, BatchNorm → Scale into a sum,
-// Eltwise SUM → ReLU, BatchNorm → Sigmoid out of place) trains three passes on both devices from the same
+// Eltwise SUM → ReLU, BatchNorm → Sigmoid out of place, BatchNorm with scale_bias → ReLU in place) trains three passes on both devices from the same
 // weights and inputs, and gives the same losses, running statistics and gradients; its TEST phase (global
 // statistics, one pass from x to y) gives the same outputs. Strict FP32, so the devices differ only in
 // the order of their sums.
@@ -30,7 +30,9 @@ layer { name: "sum" type: "Eltwise" bottom: "conv" bottom: "branch" top: "sum" }
 layer { name: "sum_relu" type: "ReLU" bottom: "sum" top: "sum" }
 layer { name: "bn_sig" type: "BatchNorm" bottom: "sum" top: "bn_sig" }
 layer { name: "sigmoid" type: "Sigmoid" bottom: "bn_sig" top: "sigmoid" }
-layer { name: "ip" type: "InnerProduct" bottom: "sigmoid" top: "ip"
+layer { name: "bn_own" type: "BatchNorm" bottom: "sigmoid" top: "bn_own" batch_norm_param { scale_bias: true } }
+layer { name: "relu_own" type: "ReLU" bottom: "bn_own" top: "bn_own" }
+layer { name: "ip" type: "InnerProduct" bottom: "bn_own" top: "ip"
         inner_product_param { num_output: 5 weight_filler { type: "xavier" } } }
 layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
 )";
@@ -59,7 +61,7 @@ TEST(FusionGpu, ChainsTrainAndTestAsOnTheCpu) {
     NetParameter weights;
     cpu.ToProto(&weights);
     gpu.CopyTrainedLayersFrom(weights);
-    EXPECT_EQ(CountChains(gpu), 4);  // bn+scale+relu, bn_branch+scale_branch, sum+sum_relu, bn_sig+sigmoid
+    EXPECT_EQ(CountChains(gpu), 5);  // bn+scale+relu, bn_branch+scale_branch, sum+sum_relu, bn_sig+sigmoid, bn_own+relu_own
     std::mt19937 rng(5);
     FillGaussian(cpu.blob_by_name("data"), rng, 0.2f, 1.5f);
     gpu.blob_by_name("data")->WriteData(cpu.blob_by_name("data")->ReadData());

@@ -2,8 +2,9 @@
 // comparisons of LRN, BatchNorm with batch statistics, Scale and Bias (every form, and per-channel sums
 // split into several chunks per channel: rows of layer_table_gpu_test.cpp): BatchNorm's running sums
 // over two forwards, global statistics in TEST, and in place with the top overwritten before Backward;
-// Scale and Bias in place; the chunked channel sums (BatchNorm, Scale, Bias) bit for bit the same over
-// two runs; no device allocation in a step. (Every tabled type claims GPU support exactly when built
+// Scale and Bias in place; BatchNorm with scale_bias (running sums, global statistics, in place); the
+// chunked channel sums (BatchNorm, Scale, Bias) bit for bit the same over two runs; no device allocation
+// in a step. (Every tabled type claims GPU support exactly when built
 // with CUDA: layer_table_gpu_test.cpp.)
 #include <cmath>
 #include <cstring>
@@ -172,6 +173,27 @@ TEST(BatchNormGpu, InPlaceMatchesCpu) {
   }
 }
 
+TEST(BatchNormGpu, ScaleBiasMatchesCpu) {
+  SKIP_WITHOUT_GPU();
+  const std::string fillers = " scale_filler { type: 'gaussian' mean: 1 std: 0.5 } bias_filler { type: 'gaussian' } ";
+  const std::vector<std::vector<float>> stats = {{1, -2, 0.5f}, {4, 0.5f, 2}, {2}, {1.5f, -0.5f, 0.8f}, {0.3f, 1, -2}};
+  for (const std::vector<int>& shape : {std::vector<int>{6, 3}, std::vector<int>{2, 3, 4, 5}}) {
+    SCOPED_TRACE(testing::PrintToString(shape));
+    const std::string train = "type: 'BatchNorm' batch_norm_param { scale_bias: true moving_average_fraction: 0.9" + fillers + "}";
+    ExpectRunsMatch(RunLayer(train, shape, Device::kGPU, 2), RunLayer(train, shape, Device::kCPU, 2), 1e-4f,
+                    "two forwards");
+    for (const std::string text : {"type: 'BatchNorm' phase: TEST batch_norm_param { scale_bias: true }",
+                                   "type: 'BatchNorm' batch_norm_param { scale_bias: true use_global_stats: true }"}) {
+      SCOPED_TRACE(text);
+      ExpectRunsMatch(RunLayer(text, shape, Device::kGPU, 1, stats), RunLayer(text, shape, Device::kCPU, 1, stats),
+                      1e-4f, "global");
+    }
+  }
+  const std::string in_place = "name: 'bn' type: 'BatchNorm' batch_norm_param { scale_bias: true" + fillers + "}";
+  ExpectRunsMatch(RunInPlace(in_place, {4, 3, 5, 5}, Device::kGPU), RunInPlace(in_place, {4, 3, 5, 5}, Device::kCPU),
+                  1e-4f, "in place");
+}
+
 TEST(ScaleGpu, InPlaceMatchesCpu) {
   SKIP_WITHOUT_GPU();
   const std::string text =
@@ -203,6 +225,7 @@ TEST(NormGpu, ChunkedChannelSumsAreRepeatableBitForBit) {
   for (const std::vector<int>& shape : {kChunkedShapes[0], kChunkedShapes[3]}) {
     SCOPED_TRACE(testing::PrintToString(shape));
     ExpectRepeatable("type: 'BatchNorm' phase: TRAIN batch_norm_param { use_global_stats: false }", {shape});
+    ExpectRepeatable("type: 'BatchNorm' batch_norm_param { scale_bias: true scale_filler { type: 'gaussian' } }", {shape});
     ExpectRepeatable("type: 'Scale' scale_param { axis: 1 bias_term: true" + kGaussianFillers + "}", {shape});
     ExpectRepeatable("type: 'Bias' bias_param { filler { type: 'gaussian' } }", {shape});
   }
@@ -212,8 +235,8 @@ TEST(NormGpu, ChunkedChannelSumsAreRepeatableBitForBit) {
 TEST(NormGpu, NoDeviceAllocationInAStep) {
   SKIP_WITHOUT_GPU();
   for (const char* text : {"type: 'LRN'", "type: 'LRN' lrn_param { norm_region: WITHIN_CHANNEL }", "type: 'BatchNorm'",
-                           "type: 'BatchNorm' phase: TEST", "type: 'Scale' scale_param { bias_term: true }",
-                           "type: 'Bias'"}) {
+                           "type: 'BatchNorm' phase: TEST", "type: 'BatchNorm' batch_norm_param { scale_bias: true }",
+                           "type: 'Scale' scale_param { bias_term: true }", "type: 'Bias'"}) {
     SCOPED_TRACE(text);
     LayerFixture f(text, {{2, 6, 5, 5}}, 1, 1701, Device::kGPU);
     f.bottom(0).WriteData(Gaussian(300, 3));

@@ -1,7 +1,7 @@
 // net_fusion_test.cpp — chains the Net runs fused (net.hpp, src/layers/fusion.hpp) against the same net
 // run layer by layer (fuse: false), on the CPU: small nets covering each form of the BatchNorm chain
 // (Scale with and without β, ReLU, Sigmoid, none; in place and out of place; batch and global
-// statistics) and the Eltwise SUM → ReLU chain give the same loss, outputs, running statistics and gradients within float rounding;
+// statistics; a BatchNorm with scale_bias, its γ and β in the Scale's place) and the Eltwise SUM → ReLU chain give the same loss, outputs, running statistics and gradients within float rounding;
 // Caffe's cifar10_full_sigmoid_bn and ResNet-50 (made a training net at a small batch) train 20 SGD
 // steps to the same weights within float tolerance; the chains are really found (ResNet-50's 53), the
 // weights files of both runs have the same layers and blobs, and the rules fall back to layer by layer
@@ -158,6 +158,37 @@ const ChainCase kChains[] = {
       layer { name: "relu" type: "ReLU" bottom: "sum" top: "sum" }
       layer { name: "copy" type: "Power" bottom: "sum" top: "chained" })",
      TRAIN, 1},
+    // NVIDIA Caffe's form: a BatchNorm with scale_bias (γ and β its own) out of place, the ReLU in place on
+    // its top; x̂ is kept in the BatchNorm's own buffer, so it fuses in training too, with global statistics
+    // as well.
+    {"ScaleBiasThenReLUInPlace", R"(
+      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "bn" batch_norm_param { scale_bias: true } }
+      layer { name: "relu" type: "ReLU" bottom: "bn" top: "bn" }
+      layer { name: "copy" type: "Power" bottom: "bn" top: "chained" })",
+     TRAIN, 1},
+    {"ScaleBiasThenReLUInTest", R"(
+      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "bn" batch_norm_param { scale_bias: true } }
+      layer { name: "relu" type: "ReLU" bottom: "bn" top: "bn" }
+      layer { name: "copy" type: "Power" bottom: "bn" top: "chained" })",
+     TEST, 1},
+    {"ScaleBiasAllInPlaceWithGlobalStatisticsWhileTraining", R"(
+      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv"
+              batch_norm_param { scale_bias: true use_global_stats: true } }
+      layer { name: "sigmoid" type: "Sigmoid" bottom: "conv" top: "conv" }
+      layer { name: "copy" type: "Power" bottom: "conv" top: "chained" })",
+     TRAIN, 1},
+    // The ReLU out of place would leave the BatchNorm's own top unwritten: each runs on its own.
+    {"ScaleBiasThenOutOfPlaceReLURunsLayerByLayer", R"(
+      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "bn" batch_norm_param { scale_bias: true } }
+      layer { name: "relu" type: "ReLU" bottom: "bn" top: "chained" })",
+     TRAIN, 0},
+    // A Scale after a BatchNorm with scale_bias scales twice; it is not fused into the chain.
+    {"ScaleBiasThenScaleRunsLayerByLayer", R"(
+      layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "bn" batch_norm_param { scale_bias: true } }
+      layer { name: "scale" type: "Scale" bottom: "bn" top: "bn" scale_param { bias_term: true } }
+      layer { name: "relu" type: "ReLU" bottom: "bn" top: "bn" }
+      layer { name: "copy" type: "Power" bottom: "bn" top: "chained" })",
+     TRAIN, 0},
     // A BatchNorm top read by two layers goes through a Split: nothing to fuse.
     {"ATopReadTwiceIsNotFused", R"(
       layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "bn" }
