@@ -44,6 +44,8 @@ export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 
 stage=data
 cortado_prepare_mnist  # tests/compat/opencv_dnn_test.cpp trains and scores LeNet on MNIST
+# tests/compat/mixed_precision_training_test.cpp trains a BatchNorm net on it in float, bf16 and fp16
+bash "$REPO_ROOT/data/get_fashion_mnist.sh"
 
 stage=tests
 ctest_log="$BUILD_DIR/ctest.log"

@@ -225,6 +225,20 @@ double LastLoggedValue(const std::string& log, const std::string& name, const st
   return value;
 }
 
+void FillLinearFit(Net* net) {
+  const float w[2][4] = {{0.5f, -1.0f, 0.25f, 2.0f}, {-0.75f, 0.5f, 1.5f, -0.5f}};
+  std::mt19937 same(77);
+  Blob* x = net->blob_by_name("x");
+  Blob* y = net->blob_by_name("y");
+  FillGaussian(x, same);
+  for (int n = 0; n < 8; ++n)
+    for (int o = 0; o < 2; ++o) {
+      float z = 0;
+      for (int k = 0; k < 4; ++k) z += w[o][k] * x->data()[n * 4 + k];
+      y->data()[n * 2 + o] = z;
+    }
+}
+
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean, float std) {
   std::normal_distribution<float> dist(mean, std);
   for (int64_t i = 0; i < blob->count(); ++i) blob->data()[i] = dist(rng);
@@ -243,7 +257,11 @@ void FillTrainedLikeWeights(Net& net, uint32_t seed) {
     for (size_t j = 0; j < layer->blobs().size(); ++j) {
       Blob& blob = *layer->blobs()[j];
       std::vector<float> values(blob.count());
-      if (type == "BatchNorm") {
+      if (type == "BatchNorm" && j >= 3) {  // scale_bias: γ as a Scale's, β as a bias
+        std::uniform_real_distribution<float> factor(0.8f, 1.2f);
+        std::normal_distribution<float> shift(0.0f, 0.5f);
+        for (float& v : values) v = j == 3 ? factor(rng) : shift(rng);
+      } else if (type == "BatchNorm") {
         std::normal_distribution<float> mean(0.0f, 0.1f);
         std::uniform_real_distribution<float> variance(0.5f, 1.5f);
         for (float& v : values) v = j == 0 ? kBatchNormFactor * mean(rng) : j == 1 ? kBatchNormFactor * variance(rng) : kBatchNormFactor;

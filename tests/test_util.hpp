@@ -90,12 +90,16 @@ std::string WriteSmallImageNet(const std::string& dir, const std::string& name, 
 double LastLoggedValue(const std::string& log, const std::string& name, const std::string& prefix = "\\] ");
 
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 1.0f);
+// The solver tests' regression: blob "x" (8×4) Gaussian from a generator seeded 77, and "y" (8×2) =
+// x·Wᵀ for a fixed W, a fit an InnerProduct can reach exactly.
+void FillLinearFit(Net* net);
 void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
 
 // Gives a whole net weights of a trained net's scale, so that a hundred layers neither vanish nor
 // overflow: Gaussian weights with std 1/√fan_in, Scale layers' factors near 1, and batch-norm blobs
 // holding statistics (mean ~ N(0, 0.1), variance in [0.5, 1.5]) multiplied by a scale factor of 2,
-// which Caffe's BatchNorm divides out. Same seed, same values, on either device.
+// which Caffe's BatchNorm divides out (with scale_bias, γ near 1 and β ~ N(0, 0.5)). Same seed, same
+// values, on either device.
 void FillTrainedLikeWeights(Net& net, uint32_t seed);
 
 // One layer with its bottoms and tops, set up and bound in a single arena. The layer's learnable

@@ -67,6 +67,9 @@ DEFINE_bool(memory_reuse, true, "Let buffers whose lifetimes do not overlap shar
             "field memory_reuse); --memory_reuse=false gives each its own, for debugging");
 DEFINE_bool(fuse, true, "Run chains of layers that run faster as one (BatchNorm, Scale, ReLU) fused, each layer keeping "
             "its blobs (as the solver and net field fuse); --fuse=false runs every layer on its own");
+DEFINE_string(precision, "", "train, test, time: the nets' storage type, fp32, bf16 or fp16 (as the solver field "
+              "precision; fp16 scales the loss dynamically); empty: each net's own default_forward_type and "
+              "default_backward_type");
 DEFINE_bool(metrics, true, "train: write <snapshot prefix>_metrics.jsonl beside the snapshots, one JSON object per "
             "display and test (--metrics=false: as the solver field write_metrics: false)");
 DEFINE_bool(plan_only, false, "train, time: print the memory plan of the nets (on --gpu's device, which need not be "
@@ -147,6 +150,14 @@ void ApplyNetFlags(cortado::NetParameter* param) {
   }
   if (!FLAGS_memory_reuse) param->set_memory_reuse(false);
   if (!FLAGS_fuse) param->set_fuse(false);
+  if (!FLAGS_precision.empty()) cortado::SetNetPrecision(param, PrecisionFromFlag());
+}
+
+cortado::Type PrecisionFromFlag() {
+  if (FLAGS_precision == "fp32" || FLAGS_precision == "float") return cortado::FLOAT;
+  if (FLAGS_precision == "bf16" || FLAGS_precision == "bfloat16") return cortado::BFLOAT16;
+  if (FLAGS_precision == "fp16" || FLAGS_precision == "half") return cortado::FLOAT16;
+  cortado::Fail("--precision=", FLAGS_precision, ": give fp32, bf16 or fp16");
 }
 
 cortado::NetState StateFromFlags(cortado::Phase phase) {

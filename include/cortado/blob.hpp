@@ -1,6 +1,8 @@
-// blob.hpp — an N-dimensional float array (data and gradient) that lives on one device.
+// blob.hpp — an N-dimensional array (data and gradient) that lives on one device.
 //
-// A Blob never allocates. During setup only its shape is set; the memory plan (memory.hpp) then binds
+// Its data and its diff each have a storage type (float unless the net's precision says otherwise:
+// kernels/storage_types.hpp). data() and diff() are the float views and refuse a 16-bit blob; a layer
+// that reads 16-bit storage asks for data_as<T>(). A Blob never allocates. During setup only its shape is set; the memory plan (memory.hpp) then binds
 // it to a region of the device's arena. After binding, Reshape may only keep or shrink the element
 // count. Reading a GPU blob on the host is an explicit copy, never a side effect of an accessor.
 #pragma once
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "cortado/context.hpp"
+#include "cortado/kernels/storage_types.hpp"
 
 namespace cortado {
 
@@ -47,21 +50,45 @@ class Blob {
   int64_t offset(int n, int c = 0, int h = 0, int w = 0) const;
 
   // ---- memory ------------------------------------------------------------------------------------
+  // Storage types, set before binding (the Net sets them from the layers' precision).
+  DataType data_type() const { return data_type_; }
+  DataType diff_type() const { return diff_type_; }
+  void set_types(DataType data, DataType diff) {
+    data_type_ = data;
+    diff_type_ = diff;
+  }
+  // The plan's size of the data (diff) in 4-byte units: count · SizeOf(type) bytes, rounded up.
+  int64_t data_floats() const { return StorageFloats(count_, data_type_); }
+  int64_t diff_floats() const { return StorageFloats(count_, diff_type_); }
+  static int64_t StorageFloats(int64_t count, DataType type) { return (count * SizeOf(type) + 3) / 4; }
   // Points this blob at memory owned by an arena. diff may be null (a blob nobody differentiates).
-  void Bind(Device device, float* data, float* diff, int64_t capacity);
+  // capacity: elements of the blob's storage types.
+  void Bind(Device device, void* data, void* diff, int64_t capacity);
   // Makes this blob read and write another blob's memory (Flatten, Reshape, shared parameters).
   void ShareData(const Blob& other);
   void ShareDiff(const Blob& other);
   bool bound() const { return data_ != nullptr || count_ == 0; }
   Device device() const { return device_; }
   int64_t capacity() const { return capacity_; }
-  float* data() { return data_; }
-  const float* data() const { return data_; }
-  float* diff() { return diff_; }
-  const float* diff() const { return diff_; }
+  // Float storage.
+  float* data() { return Floats(data_, data_type_); }
+  const float* data() const { return Floats(data_, data_type_); }
+  float* diff() { return Floats(diff_, diff_type_); }
+  const float* diff() const { return Floats(diff_, diff_type_); }
+  // Storage of type T (float, BFloat16, Float16), which must be the blob's.
+  template <typename T>
+  T* data_as() const {
+    return static_cast<T*>(Typed(data_, data_type_, StorageTypeOf<T>::value));
+  }
+  template <typename T>
+  T* diff_as() const {
+    return static_cast<T*>(Typed(diff_, diff_type_, StorageTypeOf<T>::value));
+  }
+  void* raw_data() const { return data_; }
+  void* raw_diff() const { return diff_; }
   bool has_diff() const { return diff_ != nullptr; }
-  float data_at(int n, int c = 0, int h = 0, int w = 0) const { return data_[offset(n, c, h, w)]; }
-  float diff_at(int n, int c = 0, int h = 0, int w = 0) const { return diff_[offset(n, c, h, w)]; }
+  float data_at(int n, int c = 0, int h = 0, int w = 0) const { return data()[offset(n, c, h, w)]; }
+  float diff_at(int n, int c = 0, int h = 0, int w = 0) const { return diff()[offset(n, c, h, w)]; }
 
   // ---- explicit copies and serialisation ---------------------------------------------------------
   // Whole-blob copies to and from the host, for any device (a GPU blob waits for the copy). For
@@ -75,14 +102,26 @@ class Blob {
   void ToProto(BlobProto* proto, bool write_diff = false) const;
 
  private:
-  std::vector<float> ReadValues(const float* values) const;
+  std::vector<float> ReadValues(const void* values, DataType type) const;
+  void WriteValues(const std::vector<float>& values, void* target, DataType type);
+  float* Floats(void* values, DataType type) const {
+    if (type != DataType::kFloat) FailWrongType(type, DataType::kFloat);
+    return static_cast<float*>(values);
+  }
+  void* Typed(void* values, DataType type, DataType wanted) const {
+    if (type != wanted) FailWrongType(type, wanted);
+    return values;
+  }
+  [[noreturn]] void FailWrongType(DataType type, DataType wanted) const;
 
   std::vector<int> shape_;
   int64_t count_ = 0;
   int64_t capacity_ = 0;
   Device device_ = Device::kCPU;
-  float* data_ = nullptr;
-  float* diff_ = nullptr;
+  DataType data_type_ = DataType::kFloat;
+  DataType diff_type_ = DataType::kFloat;
+  void* data_ = nullptr;
+  void* diff_ = nullptr;
 };
 
 using BlobVec = std::vector<Blob*>;

@@ -32,6 +32,11 @@
 
 namespace cortado {
 
+// Sets a net's default storage types to `precision` (FLOAT, BFLOAT16 or FLOAT16; the trainer's
+// --precision and SolverParameter.precision): with FLOAT16, dynamic loss scaling too, unless the net
+// gives a global_grad_scale of its own.
+void SetNetPrecision(NetParameter* param, Type precision);
+
 // Shared regions of a memory plan that several nets use one after another (the solver's train and
 // test nets): the lifetime-packed buffers, and the workspace. -1: a region of the net's own.
 struct MemorySharing {
@@ -93,6 +98,24 @@ class Net {
   void BackwardLayer(int i);
   // The fused layer that runs in layer i's place, or null.
   const Layer* fused_layer_at(int i) const;
+
+  // ---- loss scaling (mixed precision) -----------------------------------------------------------
+  // The backward pass starts from each loss weight times the loss scale, so every gradient comes out
+  // scaled and small 16-bit gradients keep their digits; the solver divides the parameters' gradients
+  // by the scale before it updates. How the scale is chosen (NetParameter's global_grad_scale fields):
+  struct LossScaling {
+    float initial = 1;          // the first step's scale
+    float factor = 1;           // global_grad_scale: static scale, or adaptive's K
+    bool adaptive = false;      // K · 4 / (largest gradient magnitude of the previous step)
+    bool dynamic = false;       // as PyTorch's GradScaler: halved on overflow, doubled after clean steps
+    int growth_interval = 2000;
+  };
+  const LossScaling& loss_scaling() const { return loss_scaling_; }
+  float loss_scale() const { return loss_scale_; }
+  // Changes the scale (after Initialize): rewrites the loss tops' diffs on the net's device.
+  void SetLossScale(float scale);
+  // Whether any blob is stored in 16 bits.
+  bool mixed_precision() const { return mixed_precision_; }
 
   // ---- weights -----------------------------------------------------------------------------------
   // Copies blobs by layer name from a trained net (V0 and V1 nets are upgraded first, see upgrade.hpp).
@@ -241,6 +264,11 @@ class Net {
     bool runs_backward = false;
     std::vector<int> inner_blobs;  // blobs whose diffs the fused backward does not write
   };
+  LossScaling loss_scaling_;
+  float loss_scale_ = 1;
+  bool mixed_precision_ = false;
+  void WriteLossDiffs();
+
   bool fuse_ = true;
   std::vector<FusedChain> chains_;
   std::vector<int> chain_of_;  // per layer: its chain in chains_, or −1

@@ -19,6 +19,7 @@
 namespace cortado {
 
 class UpdateRule;
+struct FlatParams;
 class GpuStepper;
 class Ranks;
 class GradientExchange;
@@ -75,6 +76,8 @@ class Solver {
   // Data-parallel training: whether this solver logs, tests and snapshots (rank 0, or no ranks), and
   // the host seconds it has waited for the averaged gradients.
   bool is_root() const;
+  // Dynamic loss scaling: the steps this solver skipped because a gradient overflowed.
+  int skipped_steps() const { return skipped_steps_; }
   double exchange_wait_seconds() const;
 
  private:
@@ -121,6 +124,9 @@ class Solver {
   bool AdvanceIteration();
 
   void ApplyUpdate();
+  // Mixed precision: divides the gradients by the loss scale (and iter_size) and chooses the next
+  // step's scale; false when the step is skipped (dynamic scaling found a non-finite gradient).
+  bool UnscaleGradients(const FlatParams& flat);
   void Test(int test_net_id);
   void UpdateSmoothedLoss(float loss, int start_iter);
   // "Progress: N/max_iter iterations (P%), ETA ..." on its own line after the display line.
@@ -170,6 +176,9 @@ class Solver {
   bool exchange_per_layer_ = false;  // Backward's observer starts buckets (the last pass of an iteration)
   bool stop_agreed_ = false, snapshot_agreed_ = false;
   bool stopped_early_ = false;  // the last Step ended on a stop request
+  bool gradients_overflowed_ = false;  // dynamic loss scaling: this step's gradients hold inf or NaN
+  int clean_steps_ = 0;                // dynamic loss scaling: steps since the scale last changed
+  int skipped_steps_ = 0;              // dynamic loss scaling: steps skipped in this run
 };
 
 // Reads a solver prototxt (errors name file:line:column).

@@ -9,6 +9,7 @@
 #include "cortado/cortado.pb.h"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
+#include "cortado/kernels/for_each.hpp"  // FromFloat
 
 namespace cortado {
 
@@ -89,7 +90,13 @@ bool Blob::ShapeEquals(const BlobProto& other) const {
   return true;
 }
 
-void Blob::Bind(Device device, float* data, float* diff, int64_t capacity) {
+void Blob::FailWrongType(DataType type, DataType wanted) const {
+  LOG(FATAL) << "a " << DataTypeName(wanted) << " view of a " << DataTypeName(type) << " blob (" << shape_string()
+             << "): the Net converts where types change, so a layer sees the types it asked for";
+  abort();
+}
+
+void Blob::Bind(Device device, void* data, void* diff, int64_t capacity) {
   CHECK_GE(capacity, count_);
   device_ = device;
   data_ = data;
@@ -101,12 +108,14 @@ void Blob::ShareData(const Blob& other) {
   CHECK_EQ(count_, other.count()) << "ShareData between blobs of different sizes";
   device_ = other.device_;
   data_ = other.data_;
+  data_type_ = other.data_type_;
   capacity_ = other.capacity_;
 }
 
 void Blob::ShareDiff(const Blob& other) {
   CHECK_EQ(count_, other.count()) << "ShareDiff between blobs of different sizes";
   diff_ = other.diff_;
+  diff_type_ = other.diff_type_;
 }
 
 // Reads the shape a proto describes: the new `shape` field, else the legacy 4-D fields.
@@ -131,89 +140,95 @@ void Blob::FromProto(const BlobProto& proto, bool reshape) {
   const int64_t n = is_double ? proto.double_data_size() : proto.data_size();
   CORTADO_REQUIRE(n == count_, "blob holds ", n, " values but its shape ", shape_string(),
                   " needs ", count_);
-  // A GPU blob's values go through a host copy (set-up and restore only, never in a step).
-  std::vector<float> staging;
-  auto host = [&](float* target) {
-    if (device_ == Device::kCPU) return target;
-    staging.assign(static_cast<size_t>(count_), 0.0f);
-    return staging.data();
-  };
-  auto upload = [&](float* target, const float* values) {
-    if (device_ == Device::kGPU) GpuCopy(target, values, static_cast<size_t>(count_) * sizeof(float));
-  };
+  // A GPU or 16-bit blob's values go through a float host copy (set-up and restore only, never in a step).
   if (data_ != nullptr) {
-    float* out = host(data_);
-    for (int64_t i = 0; i < n; ++i) out[i] = is_double ? static_cast<float>(proto.double_data(i)) : proto.data(i);
-    upload(data_, out);
+    std::vector<float> values(static_cast<size_t>(count_));
+    for (int64_t i = 0; i < n; ++i) values[i] = is_double ? static_cast<float>(proto.double_data(i)) : proto.data(i);
+    WriteValues(values, data_, data_type_);
   }
   const bool diff_double = proto.double_diff_size() > 0;
   const int64_t nd = diff_double ? proto.double_diff_size() : proto.diff_size();
   if (nd == count_ && diff_ != nullptr) {
-    float* out = host(diff_);
-    for (int64_t i = 0; i < nd; ++i) out[i] = diff_double ? static_cast<float>(proto.double_diff(i)) : proto.diff(i);
-    upload(diff_, out);
+    std::vector<float> values(static_cast<size_t>(count_));
+    for (int64_t i = 0; i < nd; ++i) values[i] = diff_double ? static_cast<float>(proto.double_diff(i)) : proto.diff(i);
+    WriteValues(values, diff_, diff_type_);
   }
 }
 
-std::vector<float> Blob::ReadData() const { return ReadValues(data_); }
-std::vector<float> Blob::ReadDiff() const { return ReadValues(diff_); }
+std::vector<float> Blob::ReadData() const { return ReadValues(data_, data_type_); }
+std::vector<float> Blob::ReadDiff() const { return ReadValues(diff_, diff_type_); }
 
-std::vector<float> Blob::ReadValues(const float* values) const {
+namespace {
+
+template <typename T>
+void Widen(const void* values, int64_t n, float* out) {
+  const T* typed = static_cast<const T*>(values);
+  for (int64_t i = 0; i < n; ++i) out[i] = ToFloat(typed[i]);
+}
+
+template <typename T>
+void Narrow(const float* values, int64_t n, void* out) {
+  T* typed = static_cast<T*>(out);
+  for (int64_t i = 0; i < n; ++i) typed[i] = FromFloat<T>(values[i]);
+}
+
+}  // namespace
+
+std::vector<float> Blob::ReadValues(const void* values, DataType type) const {
   std::vector<float> out(static_cast<size_t>(count_));
   if (values == nullptr || count_ == 0) return out;
+  const size_t bytes = static_cast<size_t>(count_) * SizeOf(type);
+  std::vector<char> staging;
   if (device_ == Device::kGPU) {
-    GpuCopy(out.data(), values, out.size() * sizeof(float));
-  } else {
-    std::copy(values, values + count_, out.begin());
+    staging.resize(bytes);
+    GpuCopy(staging.data(), values, bytes);
+    values = staging.data();
+  }
+  switch (type) {
+    case DataType::kFloat: Widen<float>(values, count_, out.data()); break;
+    case DataType::kBFloat16: Widen<BFloat16>(values, count_, out.data()); break;
+    case DataType::kFloat16: Widen<Float16>(values, count_, out.data()); break;
   }
   return out;
 }
 
+void Blob::WriteValues(const std::vector<float>& values, void* target, DataType type) {
+  CHECK_EQ(static_cast<int64_t>(values.size()), count_) << "a write of another size";
+  const size_t bytes = static_cast<size_t>(count_) * SizeOf(type);
+  std::vector<char> staging;
+  void* host = target;
+  if (device_ == Device::kGPU) {
+    staging.resize(bytes);
+    host = staging.data();
+  }
+  switch (type) {
+    case DataType::kFloat: Narrow<float>(values.data(), count_, host); break;
+    case DataType::kBFloat16: Narrow<BFloat16>(values.data(), count_, host); break;
+    case DataType::kFloat16: Narrow<Float16>(values.data(), count_, host); break;
+  }
+  if (device_ == Device::kGPU && bytes > 0) GpuCopy(target, host, bytes);
+}
+
 std::vector<float> HostValues(Context& ctx, const Blob& blob) {
-  if (blob.device() == Device::kGPU) {
-    ctx.Synchronize();
-    return blob.ReadData();
-  }
-  return std::vector<float>(blob.data(), blob.data() + blob.count());
+  if (blob.device() == Device::kGPU) ctx.Synchronize();
+  return blob.ReadData();
 }
 
-void Blob::WriteData(const std::vector<float>& values) {
-  CHECK_EQ(static_cast<int64_t>(values.size()), count_) << "WriteData of another size";
-  if (device_ == Device::kGPU) {
-    GpuCopy(data_, values.data(), values.size() * sizeof(float));
-  } else {
-    std::copy(values.begin(), values.end(), data_);
-  }
-}
-
-void Blob::WriteDiff(const std::vector<float>& values) {
-  CHECK_EQ(static_cast<int64_t>(values.size()), count_) << "WriteDiff of another size";
-  if (device_ == Device::kGPU) {
-    GpuCopy(diff_, values.data(), values.size() * sizeof(float));
-  } else {
-    std::copy(values.begin(), values.end(), diff_);
-  }
-}
+void Blob::WriteData(const std::vector<float>& values) { WriteValues(values, data_, data_type_); }
+void Blob::WriteDiff(const std::vector<float>& values) { WriteValues(values, diff_, diff_type_); }
 
 void Blob::ToProto(BlobProto* proto, bool write_diff) const {
-  if (device_ == Device::kGPU) {  // through host copies (snapshots only)
-    proto->Clear();
-    for (int dim : shape_) proto->mutable_shape()->add_dim(dim);
-    const std::vector<float> data = ReadData();
-    proto->mutable_data()->Add(data.begin(), data.end());
-    if (write_diff && diff_ != nullptr) {
-      const std::vector<float> diff = ReadDiff();
-      proto->mutable_diff()->Add(diff.begin(), diff.end());
-    }
-    return;
-  }
   proto->Clear();
   for (int dim : shape_) proto->mutable_shape()->add_dim(dim);
-  proto->mutable_data()->Reserve(static_cast<int>(count_));
-  for (int64_t i = 0; i < count_; ++i) proto->add_data(data_[i]);
+  if (device_ == Device::kCPU && data_type_ == DataType::kFloat) {  // straight from memory
+    proto->mutable_data()->Add(data(), data() + count_);
+  } else {  // through a float host copy (snapshots only)
+    const std::vector<float> values = ReadData();
+    proto->mutable_data()->Add(values.begin(), values.end());
+  }
   if (write_diff && diff_ != nullptr) {
-    proto->mutable_diff()->Reserve(static_cast<int>(count_));
-    for (int64_t i = 0; i < count_; ++i) proto->add_diff(diff_[i]);
+    const std::vector<float> values = ReadDiff();
+    proto->mutable_diff()->Add(values.begin(), values.end());
   }
 }
 

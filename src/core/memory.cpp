@@ -75,16 +75,17 @@ void MemoryPlan::Request(size_t floats, std::function<void(float*)> bind, Memory
 }
 
 void MemoryPlan::RequestBlob(Blob* blob, bool with_diff) {
-  const size_t n = static_cast<size_t>(blob->count());
+  const int64_t n = blob->count();
   const Device device = device_;
   if (!with_diff) {
-    Request(n, [blob, device, n](float* data) { blob->Bind(device, data, nullptr, n); });
+    Request(static_cast<size_t>(blob->data_floats()), [blob, device, n](float* data) { blob->Bind(device, data, nullptr, n); });
     return;
   }
   // Data and diff as two regions: the second bind completes the blob.
   auto data_slot = std::make_shared<float*>(nullptr);
-  Request(n, [data_slot](float* data) { *data_slot = data; });
-  Request(n, [blob, device, n, data_slot](float* diff) { blob->Bind(device, *data_slot, diff, n); });
+  Request(static_cast<size_t>(blob->data_floats()), [data_slot](float* data) { *data_slot = data; });
+  Request(static_cast<size_t>(blob->diff_floats()),
+          [blob, device, n, data_slot](float* diff) { blob->Bind(device, *data_slot, diff, n); });
 }
 
 int MemoryPlan::AddSharedRegion() {

@@ -4,6 +4,7 @@
 
 #include <glog/logging.h>
 
+#include <cmath>
 #include <set>
 #include <tuple>
 
@@ -17,18 +18,49 @@
 
 namespace cortado {
 
+namespace {
+
+// A layer's top storage type (PlanPrecision checked the types of a mixed-precision net; a float net
+// may name any, all float to Cortado).
+DataType StorageOf(Type type) {
+  return type == FLOAT16 ? DataType::kFloat16 : type == BFLOAT16 ? DataType::kBFloat16 : DataType::kFloat;
+}
+
+}  // namespace
+
 Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_name)
     : source_(source_name), ctx_(ctx) {
   NetParameter upgraded(in_param);
   if (NetNeedsUpgrade(upgraded)) UpgradeNet(&upgraded, source_);  // V0/V1 layers, input_dim, ...
   UpgradeNetInputs(&upgraded);
-  const NetParameter param = InsertSplits(FilterByState(upgraded), source_);
+  const NetParameter param = PlanPrecision(InsertSplits(FilterByState(upgraded), source_), source_);
   name_ = param.name();
   phase_ = param.state().phase();
   force_backward_ = param.force_backward();
   runs_backward_ = phase_ == TRAIN || force_backward_;
   memory_reuse_ = param.memory_reuse();
   fuse_ = param.fuse();
+  mixed_precision_ = NetIsMixedPrecision(param);
+  loss_scaling_.factor = param.global_grad_scale();
+  loss_scaling_.adaptive = param.global_grad_scale_adaptive();
+  loss_scaling_.dynamic = param.global_grad_scale_dynamic();
+  loss_scaling_.growth_interval = static_cast<int>(std::max<uint32_t>(param.global_grad_scale_growth_interval(), 1));
+  CORTADO_REQUIRE(std::isfinite(loss_scaling_.factor) && loss_scaling_.factor > 0, source_,
+                  ": global_grad_scale must be a positive number, not ", loss_scaling_.factor);
+  CORTADO_REQUIRE(!(loss_scaling_.adaptive && loss_scaling_.dynamic), source_,
+                  ": choose one of global_grad_scale_adaptive and global_grad_scale_dynamic");
+  // Adaptive scaling starts unscaled (it needs a step's gradients); dynamic at the given scale, else 2^16.
+  loss_scaling_.initial = loss_scaling_.adaptive ? 1.0f
+                          : loss_scaling_.dynamic && !param.has_global_grad_scale() ? 65536.0f
+                                                                                    : loss_scaling_.factor;
+  loss_scale_ = loss_scaling_.initial;
+  if (mixed_precision_) {
+    int casts = 0;
+    for (const LayerParameter& layer : param.layer()) casts += layer.type() == "Cast";
+    LOG(INFO) << source_ << ": mixed precision: " << casts << " Cast layer(s) convert where a blob's storage type "
+              << "changes; loss scale " << loss_scale_
+              << (loss_scaling_.dynamic ? " (dynamic)" : loss_scaling_.adaptive ? " (adaptive)" : "");
+  }
   LOG(INFO) << "Initializing net from parameters: " << source_ << " (" << name_ << ", phase "
             << Phase_Name(phase_) << ")";
   if (ctx_.device() == Device::kCPU) WarnIfBlasKernelsAreSlow();  // once per process
@@ -104,7 +136,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
         LOG(INFO) << "    with loss weight " << layer->loss(static_cast<int>(j));
       if (layer->TopAliasesBottom(static_cast<int>(j)) < 0 &&
           !(j < bottom_vecs_[layer_id].size() && bottom_vecs_[layer_id][j] == top))
-        data_bytes_ += static_cast<size_t>(top->count()) * sizeof(float);
+        data_bytes_ += static_cast<size_t>(top->count()) * SizeOf(top->data_type());
     }
     LOG(INFO) << "Memory required for data: " << data_bytes_;
     // The layer's own copy of its parameters: a layer may add ParamSpecs in LayerSetUp (BatchNorm
@@ -183,6 +215,7 @@ void Net::AppendTop(const LayerParameter& lp, int layer_id, int top_id, bool in_
     LOG(INFO) << lp.name() << " -> " << name;
     blob_id = static_cast<int>(blobs_.size());
     blobs_.push_back(std::make_unique<Blob>());
+    blobs_.back()->set_types(StorageOf(lp.forward_type()), StorageOf(lp.backward_type()));
     blob_names_.push_back(name);
     blob_need_backward_.push_back(false);
     blob_loss_weights_.push_back(0.0f);

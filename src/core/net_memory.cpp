@@ -123,9 +123,10 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
   };
   for (int b = 0; b < num_blobs; ++b) {
     Blob* blob = blobs_[b].get();
-    const size_t floats = static_cast<size_t>(blob->count());
-    if (data_root.Find(b) == b) data_buffer[b] = add(floats, MemoryUse::kActivations, bind_data(blob));
-    if (diff_root.Find(b) == b && has_diff[b]) diff_buffer[b] = add(floats, MemoryUse::kGradients, bind_diff(blob));
+    if (data_root.Find(b) == b)
+      data_buffer[b] = add(static_cast<size_t>(blob->data_floats()), MemoryUse::kActivations, bind_data(blob));
+    if (diff_root.Find(b) == b && has_diff[b])
+      diff_buffer[b] = add(static_cast<size_t>(blob->diff_floats()), MemoryUse::kGradients, bind_diff(blob));
   }
   auto data_of = [&](int blob) -> Buffer& { return buffers[data_buffer[data_root.Find(blob)]]; };
   auto diff_of = [&](int blob) -> Buffer* {
@@ -175,9 +176,9 @@ void Net::RequestMemory(MemoryPlan& plan, MemorySharing sharing) {
         continue;
       }
       Blob* blob = scratch.blob;
-      const size_t floats = static_cast<size_t>(blob->count());
-      std::vector<int> own{add(floats, MemoryUse::kLayerBuffers, bind_data(blob))};
-      if (scratch.with_diff) own.push_back(add(floats, MemoryUse::kLayerBuffers, bind_diff(blob)));
+      std::vector<int> own{add(static_cast<size_t>(blob->data_floats()), MemoryUse::kLayerBuffers, bind_data(blob))};
+      if (scratch.with_diff)
+        own.push_back(add(static_cast<size_t>(blob->diff_floats()), MemoryUse::kLayerBuffers, bind_diff(blob)));
       for (int k : own) {
         if (scratch.life == Layer::ScratchLife::kAcrossSteps) {
           buffers[k].pinned = true;
@@ -306,11 +307,7 @@ void Net::Initialize() {
       if (FromOtherNet(p.get())) passes.param_diffs = false;
     layers_[i]->OnMemoryBound(bottom_vecs_[i], top_vecs_[i], passes);
   }
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
-      const float weight = layers_[i]->loss(static_cast<int>(j));
-      if (weight != 0) SetValues(top_vecs_[i][j]->count(), weight, top_vecs_[i][j]->diff());
-    }
+  WriteLossDiffs();
   // Fillers run for layers that own their parameters: not for those reading another layer's or
   // another net's (filling them would overwrite the owner's values).
   std::vector<bool> owns_all(layers_.size());
@@ -321,6 +318,22 @@ void Net::Initialize() {
     if (owns_all[i]) layers_[i]->InitParams();
   if (param_count_ > 0) SetValues(param_count_, 0.0f, param_diff_);
   initialized_ = true;
+}
+
+// The backward pass starts from loss weight × loss scale in each loss top's diff.
+void Net::WriteLossDiffs() {
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
+      const float weight = layers_[i]->loss(static_cast<int>(j));
+      if (weight != 0) SetValues(top_vecs_[i][j]->count(), weight * loss_scale_, top_vecs_[i][j]->diff());
+    }
+}
+
+void Net::SetLossScale(float scale) {
+  CHECK(initialized_);
+  if (scale == loss_scale_) return;
+  loss_scale_ = scale;
+  WriteLossDiffs();
 }
 
 void Net::AllocateOwnArena() {

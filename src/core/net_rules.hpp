@@ -12,5 +12,11 @@ void UpgradeNetInputs(NetParameter* param);
 // Inserts a Split layer after every top that feeds more than one bottom (or feeds one and carries a
 // loss weight), renaming the consumers' bottoms; names follow Caffe's "<blob>_<layer>_<i>_split".
 NetParameter InsertSplits(const NetParameter& param, const std::string& source);
+// Whether the net asks for 16-bit storage anywhere (net or layer forward_type / backward_type).
+bool NetIsMixedPrecision(const NetParameter& param);
+// The storage types of a mixed-precision net's layers made explicit in their forward_type and
+// backward_type, with Cast layers where a blob's type changes (net_precision.cpp); a float net is
+// returned as it is.
+NetParameter PlanPrecision(const NetParameter& param, const std::string& source);
 
 }  // namespace cortado

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "cortado/batch_pipeline.hpp"  // RecordSeed
@@ -247,6 +248,7 @@ void Solver::InitTrainNet() {
   SetState(&net_param, TRAIN, param_.has_train_state() ? &param_.train_state() : nullptr);
   if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
   if (!param_.fuse()) net_param.set_fuse(false);
+  if (param_.has_precision()) SetNetPrecision(&net_param, param_.precision());
   net_ = std::make_unique<Net>(net_param, ctx_, source);
   bool has_loss = false;
   for (float weight : net_->blob_loss_weights()) has_loss |= weight != 0;
@@ -286,6 +288,7 @@ void Solver::InitTestNets() {
     SetState(&net_param, TEST, param_.test_state_size() ? &param_.test_state(i) : nullptr);
     if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
     if (!param_.fuse()) net_param.set_fuse(false);
+    if (param_.has_precision()) SetNetPrecision(&net_param, param_.precision());
     test_nets_.push_back(std::make_unique<Net>(net_param, ctx_, sources[i].first));
     test_nets_.back()->ShareTrainedLayersWith(net_.get());
   }
@@ -420,7 +423,9 @@ void Solver::StepOnCpu(int start_iter) {
   if (exchange_) exchange_->Finish();
   loss /= iter_size;
   if (ranks_ != nullptr) loss = AgreeOnIteration(loss);  // the ranks' mean
-  if (!std::isfinite(loss) || !AllFinite(net_->param_diff(), net_->param_count())) StopDiverged(iter_, loss);
+  const bool gradients_finite = AllFinite(net_->param_diff(), net_->param_count());
+  gradients_overflowed_ = net_->loss_scaling().dynamic && !gradients_finite;  // the step is skipped, not fatal
+  if (!gradients_overflowed_ && (!std::isfinite(loss) || !gradients_finite)) StopDiverged(iter_, loss);
   UpdateSmoothedLoss(loss, start_iter);
 }
 
@@ -483,11 +488,43 @@ void Solver::ApplyUpdate() {
   if (param_.display() && iter_ % param_.display() == 0 && is_root())
     LOG(INFO) << "Iteration " << iter_ << ", lr = " << rate;
   FlatParams flat = FlatParamsOf(*net_);
-  const int iter_size = std::max(param_.iter_size(), 1);
-  if (iter_size > 1) cpu_scale(flat.count, 1.0f / iter_size, flat.diff);
+  if (!UnscaleGradients(flat)) return;
   if (param_.clip_gradients() >= 0) ClipGradients(flat, param_.clip_gradients());
   Regularize(flat, param_);
   rule_->Apply(flat, history_, rate, iter_);
+}
+
+bool Solver::UnscaleGradients(const FlatParams& flat) {
+  const Net::LossScaling& scaling = net_->loss_scaling();
+  const float scale = net_->loss_scale();
+  if (gradients_overflowed_) {  // dynamic scaling: skip the step, halve the scale
+    ++skipped_steps_;
+    clean_steps_ = 0;
+    const float lower = scale * 0.5f;
+    if (is_root())
+      LOG(INFO) << "Iteration " << iter_ << ": a gradient overflowed at loss scale " << scale
+                << "; step skipped, loss scale now " << lower;
+    if (!(lower >= 1.0f / 16777216.0f)) StopDiverged(iter_, std::numeric_limits<float>::infinity());
+    net_->SetLossScale(lower);
+    return false;
+  }
+  const int iter_size = std::max(param_.iter_size(), 1);
+  const float factor = 1.0f / (static_cast<float>(iter_size) * scale);
+  if (factor != 1.0f) cpu_scale(flat.count, factor, flat.diff);
+  if (scaling.dynamic && ++clean_steps_ >= scaling.growth_interval) {
+    clean_steps_ = 0;
+    net_->SetLossScale(scale * 2.0f);
+    if (is_root()) LOG(INFO) << "Iteration " << iter_ << ": loss scale now " << scale * 2.0f;
+  } else if (scaling.adaptive) {
+    // NVIDIA Caffe's rule: K · 4 / (largest gradient magnitude of this step), non-finite values left out.
+    float largest = 0;
+    for (int64_t i = 0; i < flat.count; ++i) {
+      const float g = std::fabs(flat.diff[i]);
+      if (std::isfinite(g) && g > largest) largest = g;
+    }
+    net_->SetLossScale(scaling.factor * (largest > 0 ? 4.0f / largest : 1.0f));
+  }
+  return true;
 }
 
 }  // namespace cortado

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <cmath>
 #include <filesystem>
 #include <sstream>
 
@@ -99,6 +100,10 @@ std::string Solver::Snapshot() {
     state.set_ranks(ranks_->size());
     state.set_rank_rng_states(rank_rng_states);
   }
+  if (net_->loss_scale() != 1.0f || net_->loss_scaling().dynamic || net_->loss_scaling().adaptive) {
+    state.set_loss_scale(net_->loss_scale());
+    state.set_loss_scale_clean_steps(clean_steps_);
+  }
   for (const Layer* reader : Readers()) {
     state.add_reader_position(reader->reader_state().position);
     state.add_reader_seed(reader->reader_state().seed);
@@ -151,6 +156,12 @@ void Solver::Restore(const std::string& path) {
       offset += p->count();
     }
     if (ctx_.device() == Device::kGPU) gpu_upload(ctx_, net_->param_count(), host.data(), h);
+  }
+  if (state.has_loss_scale()) {
+    CORTADO_REQUIRE(std::isfinite(state.loss_scale()) && state.loss_scale() > 0, path, ": loss_scale is ",
+                    state.loss_scale(), "; a loss scale is a positive number (a damaged solver state?)");
+    net_->SetLossScale(state.loss_scale());
+    clean_steps_ = std::max(state.loss_scale_clean_steps(), 0);
   }
   if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
   RestoreRankRng(state, path);

@@ -1,12 +1,14 @@
-// caffe_models_run_test.cpp — every net prototxt Caffe ships (unchanged copies in
-// tests/compat/caffe-models) builds and runs forward and backward, in each phase it has, on the CPU
-// and on the GPU (backward in the TRAIN phase). Train/test nets read generated databases of the shapes their sources name (MNIST
-// 1×28×28, siamese pairs 2×28×28, CIFAR 3×32×32, ImageNet 3×256×256) with mean files of the matching
-// size; deploy nets start from their Input layer or legacy input_dim. The batch is cut to 2 so that
-// ResNet-101 runs in seconds on a laptop CPU — every layer and shape past the batch axis is Caffe's.
-// On the GPU, each net in its TEST phase (no dropout, batch norm on stored statistics, centre crops),
-// fresh on both devices, also gives the CPU's outputs with the CPU's weights. With memory reuse on and
-// off, each net trains (or, deploy nets, differentiates) to the same bytes.
+// caffe_models_run_test.cpp — every net prototxt Caffe ships, and NVIDIA Caffe's fp16 training nets
+// (unchanged copies in tests/compat/caffe-models, NVIDIA's under nvidia/), builds and runs forward and
+// backward, in each phase it has, on the CPU and on the GPU (backward in the TRAIN phase). Train/test
+// nets read generated databases of the shapes their sources name (MNIST 1×28×28, siamese pairs
+// 2×28×28, CIFAR 3×32×32, ImageNet 3×256×256) with mean files of the matching size; deploy nets start
+// from their Input layer or legacy input_dim. The batch is cut to 2 so that ResNet-101 runs in seconds
+// on a laptop CPU — every layer and shape past the batch axis is Caffe's. On the GPU, each net in its
+// TEST phase (no dropout, batch norm on stored statistics, centre crops), fresh on both devices, also
+// gives the CPU's outputs with the CPU's weights. With memory reuse on and off, each net trains (or,
+// deploy nets, differentiates) to the same bytes. NVIDIA's nets train with their precision, loss scale
+// and BatchNorm scale_bias.
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -230,9 +232,60 @@ TEST_P(CaffeModelRuns, RunsOnTheGpuAndTestNetsMatchTheCpu) {
     gpu.Forward();
     gpu_ctx.Synchronize();
     ASSERT_EQ(gpu.output_blobs().size(), cpu.output_blobs().size());
+    // A mixed-precision net (NVIDIA's fp16 nets) rounds every layer's float result to 16 bits, so one
+    // rounding that falls the other way on the GPU carries through the net: compared as TF32 is.
+    const float tolerance = cpu.mixed_precision() ? 3e-2f : 1e-3f;
     for (size_t o = 0; o < cpu.output_blobs().size(); ++o)
-      ExpectGpuClose(gpu_ctx, gpu.output_blobs()[o]->ReadData(), cpu.output_blobs()[o]->ReadData(), 1e-3f,
+      ExpectGpuClose(gpu_ctx, gpu.output_blobs()[o]->ReadData(), cpu.output_blobs()[o]->ReadData(), tolerance,
                      "output " + std::to_string(o), /*tf32_relative=*/3e-2f);
+  }
+}
+
+// NVIDIA Caffe's fp16 training nets, with only their data sources and mean files changed (Localize),
+// train two steps with what they ask for: fp16 storage past the data layer, their loss scale (static,
+// or adaptive: NVIDIA's K · 4 / the largest gradient), and BatchNorm's own γ and β (scale_bias) in
+// the ResNets; crops of 224 or 227 from 256-pixel images through their random resize and stretch.
+TEST(NvidiaFp16Nets, TrainWithTheirPrecisionLossScaleAndBatchNormScaleBias) {
+  for (const std::string model : {"resnet50", "resnet18", "bvlc_alexnet", "bvlc_googlenet"}) {
+    SCOPED_TRACE(model);
+    const std::string file = "nvidia/" + model + "/train_val_fp16.prototxt";
+    SolverParameter param;
+    ReadProtoFromTextString("base_lr: 0.001 momentum: 0.9 lr_policy: 'fixed' max_iter: 2 random_seed: 3 display: 0 "
+                            "solver_mode: CPU snapshot_after_train: false",
+                            &param);
+    *param.mutable_train_net_param() = LoadNet(file, TempDir() + "/" + model, TRAIN);
+    NetParameter& net_param = *param.mutable_train_net_param();
+    net_param.set_force_backward(false);
+    EXPECT_EQ(net_param.default_forward_type(), FLOAT16);
+    Solver solver(param);
+    Net& net = *solver.net();
+    EXPECT_TRUE(net.mixed_precision());
+    EXPECT_EQ(net.blob_by_name("data")->data_type(), DataType::kFloat);  // data layers keep float
+    EXPECT_EQ(net.blob_by_name("data")->shape(2), model == "bvlc_alexnet" ? 227 : 224);
+    int convolutions = 0, fp16_tops = 0, scale_bias = 0, five_blobs = 0;
+    for (const LayerParameter& layer : net_param.layer()) {
+      if (layer.type() == "Convolution") {
+        ++convolutions;
+        fp16_tops += net.blob_by_name(layer.top(0))->data_type() == DataType::kFloat16;
+      }
+      if (layer.type() == "BatchNorm" && layer.batch_norm_param().scale_bias()) {
+        ++scale_bias;
+        five_blobs += net.layer_by_name(layer.name())->blobs().size() == 5;
+      }
+    }
+    EXPECT_GT(convolutions, 0);
+    EXPECT_EQ(fp16_tops, convolutions);
+    EXPECT_EQ(five_blobs, scale_bias);
+    if (model == "resnet50") EXPECT_EQ(scale_bias, 53);
+    const bool adaptive = net_param.global_grad_scale_adaptive();
+    EXPECT_EQ(net.loss_scale(), adaptive ? 1.0f : net_param.global_grad_scale());
+    const std::vector<float> before(net.param_data(), net.param_data() + net.param_count());
+    solver.Step(2);
+    EXPECT_TRUE(std::isfinite(solver.smoothed_loss()));
+    const std::vector<float> after(net.param_data(), net.param_data() + net.param_count());
+    EXPECT_NE(after, before);
+    for (float w : after) ASSERT_TRUE(std::isfinite(w));
+    if (adaptive) EXPECT_NE(net.loss_scale(), 1.0f);  // K · 4 / the largest gradient of the last step
   }
 }
 

@@ -2,6 +2,8 @@
 // .caffemodel Cortado trained (with Caffe's deploy lenet.prototxt) and scores the MNIST test set
 // exactly as `trainer test` does. Needs data/mnist (scripts/test.sh prepares it) and python3-opencv
 // (scripts/install_deps.sh installs it; the test is skipped, visibly, only when it is missing).
+// A LeNet trained in bf16 for Caffe's 10,000 iterations reaches Caffe's accuracy, and OpenCV scores its
+// (float) .caffemodel as trainer test does.
 //
 // And Caffe's AlexNet, GoogLeNet and ResNet-50 deploy nets, with weights Cortado gave them and saved,
 // map the same input to the same softmax in Cortado and in OpenCV (max relative error ≤ 1e-4).
@@ -108,45 +110,80 @@ INSTANTIATE_TEST_SUITE_P(AlexNetGoogLeNetResNet50, OpenCvDeployNets,
                            return std::string(info.index == 0 ? "AlexNet" : info.index == 1 ? "GoogLeNet" : "ResNet50");
                          });
 
-TEST(OpenCvDnn, LoadsCortadosLeNetAndScoresMnistLikeTrainerTest) {
-  if (!HaveOpenCv())
-    GTEST_SKIP() << "python3-opencv is not installed (scripts/install_deps.sh installs it)";
+namespace {
+
+struct LeNetScores {
+  double trainer = -1;            // trainer test's accuracy, in the precision it trained in
+  double trainer_float = -1;      // trainer test's accuracy of the same weights in float
+  int opencv_correct = -1;        // of the 10,000 test images, in OpenCV's dnn
+};
+
+// Caffe's LeNet recipe on Caffe's unchanged train/test net for `iterations` steps in `precision`
+// (trainer --precision), then the weights scored by trainer test (in that precision and in float) and
+// by OpenCV's dnn on Caffe's deploy lenet.prototxt.
+LeNetScores TrainLeNetAndScore(int iterations, const std::string& precision) {
   const std::string root = SourceDir();
   for (const char* file : {"/data/mnist/mnist_train_lmdb/data.mdb", "/data/mnist/mnist_test_lmdb/data.mdb",
                            "/data/mnist/t10k-images-idx3-ubyte", "/data/mnist/t10k-labels-idx1-ubyte"})
-    ASSERT_TRUE(std::filesystem::exists(root + file)) << root + file << " is missing: scripts/test.sh prepares MNIST";
-
-  // A short run of Caffe's LeNet recipe on Caffe's unchanged train/test net.
+    EXPECT_TRUE(std::filesystem::exists(root + file)) << root + file << " is missing: scripts/test.sh prepares MNIST";
+  LeNetScores scores;
   const std::string dir = TempDir();
   const std::string solver = dir + "/lenet_solver.prototxt";
+  const std::string iters = std::to_string(iterations);
   std::ofstream(solver) << "net: 'models/mnist/lenet_train_test.prototxt'\n"
                         << "base_lr: 0.01 momentum: 0.9 weight_decay: 0.0005 lr_policy: 'inv' gamma: 0.0001 power: 0.75\n"
-                        << "max_iter: 200 display: 100 snapshot: 0 random_seed: 1 solver_mode: CPU\n"
+                        << "max_iter: " << iters << " display: 1000 snapshot: 0 random_seed: 1 solver_mode: CPU\n"
                         << "snapshot_prefix: '" << dir << "/lenet'\n";
   const std::string cd = "cd " + root + " && ";
-  const auto train = RunCommand(cd + ToolPath("trainer") + " train --solver=" + solver);
-  ASSERT_EQ(train.exit_code, 0) << train.err;
-  const std::string weights = dir + "/lenet_iter_200.caffemodel";
-
-  const auto test = RunCommand(cd + ToolPath("trainer") + " test --model=models/mnist/lenet_train_test.prototxt" +
-                               " --weights=" + weights + " --iterations=100");
-  ASSERT_EQ(test.exit_code, 0) << test.err;
-  const double accuracy = LastLoggedValue(test.err, "accuracy");
-  ASSERT_GT(accuracy, 0.9) << test.err;  // 200 steps of LeNet reach ~0.95
-
+  const std::string flag = precision.empty() ? "" : " --precision=" + precision;
+  const auto train = RunCommand(cd + ToolPath("trainer") + " train --solver=" + solver + flag);
+  EXPECT_EQ(train.exit_code, 0) << train.err;
+  const std::string weights = dir + "/lenet_iter_" + iters + ".caffemodel";
+  auto test = [&](const std::string& test_flag) {
+    const auto run = RunCommand(cd + ToolPath("trainer") + " test --model=models/mnist/lenet_train_test.prototxt" +
+                                " --weights=" + weights + " --iterations=100" + test_flag);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return LastLoggedValue(run.err, "accuracy");
+  };
+  scores.trainer = test(flag);
+  scores.trainer_float = precision.empty() ? scores.trainer : test("");
   const std::string script = root + "/tests/compat/opencv_mnist_accuracy.py";
   const std::string out = dir + "/opencv.txt";
   const auto cv = RunCommand("(" + cd + "/usr/bin/python3 " + script + " models/mnist/lenet.prototxt " + weights +
                              " data/mnist/t10k-images-idx3-ubyte data/mnist/t10k-labels-idx1-ubyte >" + out + ")");
-  ASSERT_EQ(cv.exit_code, 0) << cv.err;
+  EXPECT_EQ(cv.exit_code, 0) << cv.err;
   std::ifstream in(out);
   std::string word_correct, word_of;
-  int correct = -1, total = -1;
-  in >> word_correct >> correct >> word_of >> total;
-  ASSERT_EQ(total, 10000);
+  int total = -1;
+  in >> word_correct >> scores.opencv_correct >> word_of >> total;
+  EXPECT_EQ(total, 10000);
+  return scores;
+}
+
+}  // namespace
+
+TEST(OpenCvDnn, LoadsCortadosLeNetAndScoresMnistLikeTrainerTest) {
+  if (!HaveOpenCv())
+    GTEST_SKIP() << "python3-opencv is not installed (scripts/install_deps.sh installs it)";
+  const LeNetScores scores = TrainLeNetAndScore(200, "");
+  ASSERT_GT(scores.trainer, 0.9);  // 200 steps of LeNet reach ~0.95
   // trainer test's accuracy is the mean over 100 batches of 100: a count of correct images / 10,000.
-  EXPECT_EQ(correct, static_cast<int>(std::lround(accuracy * 10000)))
-      << "OpenCV: " << correct << " of 10000 correct; trainer test: accuracy " << accuracy;
+  EXPECT_EQ(scores.opencv_correct, static_cast<int>(std::lround(scores.trainer * 10000)))
+      << "OpenCV: " << scores.opencv_correct << " of 10000 correct; trainer test: accuracy " << scores.trainer;
+}
+
+// LeNet trained in bf16 (activations and gradients stored in 16 bits, fp32 master weights) for
+// Caffe's 10,000 iterations reaches Caffe's accuracy; its .caffemodel is plain float, so OpenCV scores
+// it as trainer test does in float, and within a few images of trainer test in bf16.
+TEST(OpenCvDnn, LoadsABf16TrainedLeNetAtTheTrainersAccuracy) {
+  if (!HaveOpenCv())
+    GTEST_SKIP() << "python3-opencv is not installed (scripts/install_deps.sh installs it)";
+  const LeNetScores scores = TrainLeNetAndScore(10000, "bf16");
+  std::printf("LeNet bf16, 10000 iterations: trainer test bf16 %.4f, float %.4f; OpenCV %d of 10000\n",
+              scores.trainer, scores.trainer_float, scores.opencv_correct);
+  EXPECT_GE(scores.trainer, 0.985);
+  EXPECT_EQ(scores.opencv_correct, static_cast<int>(std::lround(scores.trainer_float * 10000)));
+  EXPECT_NEAR(scores.opencv_correct / 10000.0, scores.trainer, 0.002);
 }
 
 }  // namespace cortado::test

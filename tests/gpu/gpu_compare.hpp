@@ -56,6 +56,19 @@ struct ComparedRun {
 // Backward with random top diffs drawn from the same generator (loss tops keep their weights).
 ComparedRun RunForComparison(LayerFixture& fixture, const GpuCompareOptions& options);
 
+// Mixed precision: the layer as the one computing layer of a TRAIN net whose default storage type is
+// `storage` (BFLOAT16, FLOAT16): float Input layers give it its bottoms, and the Net stores its tops in
+// `storage`, with Casts where types change (net_precision.cpp). One device's run, filled and driven as
+// RunForComparison's; `params`, when given, replaces the layer's filled parameters.
+ComparedRun RunInTypedNet(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
+                          int num_tops, const GpuCompareOptions& options, Device device, Type storage,
+                          const std::vector<std::vector<float>>* params = nullptr, std::vector<std::vector<float>>* filled = nullptr);
+// Both devices' RunInTypedNet with the CPU's parameters, compared: values stored in 16 bits may differ
+// by one step of their type where the float results straddle a rounding boundary, so the tolerance is
+// the row's plus one 16-bit step (relative to max(1, |cpu|)).
+void ExpectGpuMatchesCpuInStorage(const std::string& layer_text, const std::vector<std::vector<int>>& bottom_shapes,
+                                  int num_tops, const GpuCompareOptions& options, Type storage);
+
 // The same comparison for two values arrays, for tests that drive something other than one layer.
 void ExpectNear(const std::vector<float>& gpu, const std::vector<float>& cpu, float tolerance,
                 const std::string& what);

@@ -7,11 +7,13 @@
 // checks something else (in place, masks, seeding, hand-computed values, errors, allocation, ...).
 //
 // LayerTable.EveryRegisteredTypeHasARowOrAReason and LayerTable.EveryRowRunsOnTheCpu (each row set
-// up, run forward and backward on the CPU, every top and gradient finite) run everywhere, CI
-// included; LayerTableGpu.EveryRowMatchesTheCpu (one instance per type, ExpectGpuMatchesCpu on each of
-// its rows) needs a GPU and is skipped, by name, without one.
+// up, run forward and backward on the CPU, every top and gradient finite; and InBf16, each row in a
+// bf16 net) run everywhere, CI included; LayerTableGpu.EveryRowMatchesTheCpu and
+// LayerTableGpuBf16.EveryRowMatchesTheCpu (one instance per type, each of its rows compared, in float
+// and in bf16 nets) need a GPU and are skipped, by name, without one.
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -285,6 +287,13 @@ void AddNormRows(RowList* t) {
   t->Add("BatchNorm", "type: 'BatchNorm'", {{16, 3, 20, 20}});  // 6400 values per channel: many per thread
   t->Add("BatchNorm", "type: 'BatchNorm'", {{1000, 7}});
   t->Add("BatchNorm", "type: 'BatchNorm'", {{5}});  // 1-D: one channel
+  const std::string scale_bias =
+      "type: 'BatchNorm' batch_norm_param { scale_bias: true scale_filler { type: 'gaussian' mean: 1 std: 0.5 } "
+      "bias_filler { type: 'gaussian' } }";
+  t->Add("BatchNorm", scale_bias, {{4, 5}});
+  t->Add("BatchNorm", scale_bias, {{3, 4, 5, 6}});
+  t->Add("BatchNorm", scale_bias, {{16, 3, 20, 20}});
+  t->Add("BatchNorm", "phase: TEST " + scale_bias, {{3, 4, 5, 6}});
 
   const std::string fillers = " filler { type: 'gaussian' } bias_filler { type: 'gaussian' } ";
   for (const char* params : {"", "bias_term: true", "axis: 0 num_axes: 2 bias_term: true", "axis: -1",
@@ -304,6 +313,7 @@ void AddNormRows(RowList* t) {
 
   for (const std::vector<int>& shape : kChunkedShapes) {
     t->Add("BatchNorm", "type: 'BatchNorm' phase: TRAIN batch_norm_param { use_global_stats: false }", {shape});
+    t->Add("BatchNorm", scale_bias, {shape});
     t->Add("Scale", "type: 'Scale' scale_param { axis: 1 bias_term: true" + fillers + "}", {shape});
     t->Add("Bias", "type: 'Bias' bias_param { filler { type: 'gaussian' } }", {shape});
   }
@@ -389,6 +399,8 @@ void AddStructureRows(RowList* t) {
   t->Add("Split", "type: 'Split'", {{2, 3, 4}}, 1);
   t->Add("Split", "type: 'Split'", {{2, 3, 4}}, 3);  // the top diffs summed
   t->Add("Flatten", "type: 'Flatten'", {{2, 3, 4, 5}});
+  // A copy in a float fixture; in the bf16 table (RunInTypedNet) a conversion, odd size.
+  t->Add("Cast", "type: 'Cast'", {{3, 1001}});
   t->Add("Flatten", "type: 'Flatten' flatten_param { axis: 2 }", {{2, 3, 4, 5}});
   t->Add("Reshape", "type: 'Reshape' reshape_param { shape { dim: 0 dim: -1 dim: 5 } }", {{2, 3, 4, 5}});
   t->Add("Silence", "type: 'Silence'", {{2, 3}, {4}}, 0);
@@ -559,6 +571,21 @@ std::string Describe(const Row& row, int k) {
          ", " + std::to_string(row.tops) + (row.tops == 1 ? " top" : " tops");
 }
 
+// check(row) for each row of `type` (empty: every row), under a trace naming the row; an exception is
+// a failure.
+void ForEachRow(const std::string& type, const std::function<void(const Row&)>& check) {
+  std::map<std::string, int> seen;
+  for (const Row& row : Rows()) {
+    if (!type.empty() && row.type != type) continue;
+    SCOPED_TRACE(Describe(row, seen[row.type]++));
+    try {
+      check(row);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "threw: " << e.what();
+    }
+  }
+}
+
 // Fails, naming the blob and the first such element, when `values` hold a NaN or an infinity.
 void ExpectFinite(const std::vector<float>& values, const std::string& what) {
   for (size_t i = 0; i < values.size(); ++i) {
@@ -567,6 +594,15 @@ void ExpectFinite(const std::vector<float>& values, const std::string& what) {
       return;
     }
   }
+}
+
+// Every top, the loss and every gradient of a run finite.
+void ExpectRunFinite(const ComparedRun& run) {
+  ExpectFinite({run.loss}, "loss");
+  for (size_t t = 0; t < run.tops.size(); ++t) ExpectFinite(run.tops[t], "top " + std::to_string(t));
+  for (size_t b = 0; b < run.bottom_diffs.size(); ++b)
+    if (run.bottom_diffs[b]) ExpectFinite(*run.bottom_diffs[b], "bottom diff " + std::to_string(b));
+  for (size_t p = 0; p < run.param_diffs.size(); ++p) ExpectFinite(run.param_diffs[p], "parameter diff " + std::to_string(p));
 }
 
 }  // namespace
@@ -598,23 +634,18 @@ TEST(LayerTable, EveryRegisteredTypeHasARowOrAReason) {
 // the row compares it, backward: every top, the loss and every gradient finite. Catches a row that
 // no longer sets up (a renamed parameter, a shape the layer now refuses) without a GPU.
 TEST(LayerTable, EveryRowRunsOnTheCpu) {
-  std::map<std::string, int> seen;
-  for (const Row& row : Rows()) {
-    const std::string what = Describe(row, seen[row.type]++);
-    SCOPED_TRACE(what);
-    try {
-      LayerFixture cpu(row.layer, row.bottoms, row.tops, row.options.seed, Device::kCPU);
-      const ComparedRun run = RunForComparison(cpu, row.options);
-      ExpectFinite({run.loss}, "loss");
-      for (size_t t = 0; t < run.tops.size(); ++t) ExpectFinite(run.tops[t], "top " + std::to_string(t));
-      for (size_t b = 0; b < run.bottom_diffs.size(); ++b)
-        if (run.bottom_diffs[b]) ExpectFinite(*run.bottom_diffs[b], "bottom diff " + std::to_string(b));
-      for (size_t p = 0; p < run.param_diffs.size(); ++p)
-        ExpectFinite(run.param_diffs[p], "parameter diff " + std::to_string(p));
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "threw: " << e.what();
-    }
-  }
+  ForEachRow("", [](const Row& row) {
+    LayerFixture cpu(row.layer, row.bottoms, row.tops, row.options.seed, Device::kCPU);
+    ExpectRunFinite(RunForComparison(cpu, row.options));
+  });
+}
+
+// Each row in a bf16 net on the CPU (RunInTypedNet: the Net casts around the layer and stores its tops
+// in bf16): it builds, runs, and gives finite values.
+TEST(LayerTable, EveryRowRunsOnTheCpuInBf16) {
+  ForEachRow("", [](const Row& row) {
+    ExpectRunFinite(RunInTypedNet(row.layer, row.bottoms, row.tops, row.options, Device::kCPU, BFLOAT16));
+  });
 }
 
 // A type with rows has GPU code exactly when the build has CUDA (Layer::HasGpuImplementation's default;
@@ -635,20 +666,24 @@ class LayerTableGpu : public testing::TestWithParam<std::string> {};
 
 TEST_P(LayerTableGpu, EveryRowMatchesTheCpu) {
   SKIP_WITHOUT_GPU();
-  int k = 0;
-  for (const Row& row : Rows()) {
-    if (row.type != GetParam()) continue;
-    const std::string what = Describe(row, k++);
-    SCOPED_TRACE(what);
-    try {
-      ExpectGpuMatchesCpu(row.layer, row.bottoms, row.tops, row.options);
-    } catch (const std::exception& e) {
-      ADD_FAILURE() << "threw: " << e.what();
-    }
-  }
+  ForEachRow(GetParam(), [](const Row& row) { ExpectGpuMatchesCpu(row.layer, row.bottoms, row.tops, row.options); });
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryType, LayerTableGpu, testing::ValuesIn(TypesWithRows()),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+
+// The same rows in bf16 nets on both devices (ExpectGpuMatchesCpuInStorage): the GPU's bf16 results
+// are the CPU's, up to one bf16 step where a float result straddles a rounding boundary.
+class LayerTableGpuBf16 : public testing::TestWithParam<std::string> {};
+
+TEST_P(LayerTableGpuBf16, EveryRowMatchesTheCpu) {
+  SKIP_WITHOUT_GPU();
+  ForEachRow(GetParam(), [](const Row& row) {
+    ExpectGpuMatchesCpuInStorage(row.layer, row.bottoms, row.tops, row.options, BFLOAT16);
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryType, LayerTableGpuBf16, testing::ValuesIn(TypesWithRows()),
                          [](const testing::TestParamInfo<std::string>& info) { return info.param; });
 
 }  // namespace cortado::test

@@ -34,21 +34,9 @@ SolverParameter MakeSolver(const std::string& type, const std::string& prefix) {
   return param;
 }
 
-// x gaussian, y = x·Wᵀ for a fixed W: a fit the net can reach exactly.
 void FillInputs(Solver& solver) {
-  const float w[2][4] = {{0.5f, -1.0f, 0.25f, 2.0f}, {-0.75f, 0.5f, 1.5f, -0.5f}};
-  for (Net* net : {solver.net(), solver.test_nets()[0].get()}) {
-    std::mt19937 same(77);
-    Blob* x = net->blob_by_name("x");
-    Blob* y = net->blob_by_name("y");
-    FillGaussian(x, same);
-    for (int n = 0; n < 8; ++n)
-      for (int o = 0; o < 2; ++o) {
-        float z = 0;
-        for (int k = 0; k < 4; ++k) z += w[o][k] * x->data()[n * 4 + k];
-        y->data()[n * 2 + o] = z;
-      }
-  }
+  FillLinearFit(solver.net());
+  FillLinearFit(solver.test_nets()[0].get());
 }
 
 std::vector<float> Weights(Solver& solver) {

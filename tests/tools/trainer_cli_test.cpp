@@ -334,4 +334,30 @@ layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "
   EXPECT_EQ(flag.err.find("run fused"), std::string::npos) << flag.err;
 }
 
+// --precision sets the nets' storage types (train, test, time; the log shows the Cast layers where types
+// change); fp16 scales the loss dynamically, and a step whose gradients overflow is logged as skipped.
+TEST(TrainerCli, PrecisionFlagStoresIn16BitsAndFp16LogsSkippedSteps) {
+  const std::string dir = NewTempDir();
+  const std::string net = dir + "/big_loss.prototxt";
+  WriteFile(net, std::string(kNet).replace(std::string(kNet).find("top: \"loss\" }"), 14,
+                                           "top: \"loss\" loss_weight: 10000 }"));
+  const auto time = RunCommand(ToolPath("trainer") + " time --model=" + net + " --iterations=1 --precision=bf16");
+  ASSERT_EQ(time.exit_code, 0) << time.err;
+  EXPECT_NE(time.err.find("Cast layer(s) convert where a blob's storage type changes"), std::string::npos) << time.err;
+  const std::string solver = dir + "/solver.prototxt";
+  WriteFile(solver, "net: \"" + net + "\"\nbase_lr: 0.0000001\nlr_policy: \"fixed\"\nmax_iter: 20\nsolver_mode: CPU\n"
+                    "snapshot_after_train: false\nsnapshot_prefix: \"" + dir + "/s\"\n");
+  const auto train = RunCommand(ToolPath("trainer") + " train --precision=fp16 --solver=" + solver);
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_NE(train.err.find("Iteration 0: a gradient overflowed at loss scale 65536; step skipped, loss scale now 32768"),
+            std::string::npos)
+      << train.err;
+  const auto plain = RunCommand(ToolPath("trainer") + " train --solver=" + solver);
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("step skipped"), std::string::npos) << plain.err;
+  const auto bad = RunCommand(ToolPath("trainer") + " train --precision=fp8 --solver=" + solver);
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(LastLine(bad.err).find("--precision=fp8: give fp32, bf16 or fp16"), std::string::npos) << bad.err;
+}
+
 }  // namespace cortado::test

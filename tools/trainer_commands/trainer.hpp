@@ -28,6 +28,7 @@ DECLARE_double(exchange_bucket_mb);
 DECLARE_bool(cuda_graph);
 DECLARE_bool(memory_reuse);
 DECLARE_bool(fuse);
+DECLARE_string(precision);
 DECLARE_bool(metrics);
 DECLARE_bool(plan_only);
 DECLARE_int32(batch_size);
@@ -52,6 +53,8 @@ cortado::GpuSettings GpuSettingsFromFlags();
 std::unique_ptr<cortado::Context> ContextFromFlags();
 // test and time: --batch_size and --memory_reuse applied to the net.
 void ApplyNetFlags(cortado::NetParameter* param);
+// --precision as a storage type (an unknown name is an Error).
+cortado::Type PrecisionFromFlag();
 cortado::NetState StateFromFlags(cortado::Phase phase);
 // --plan_only: prints the plan at the flags' batch and, with --max_memory, the largest batch that fits.
 // plan_at(batch) plans at that batch (0: the prototxt's) and returns the bytes and the summary.

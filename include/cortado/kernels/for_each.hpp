@@ -13,8 +13,9 @@
 // Element i of the output depends only on element i of the inputs, so both devices compute the same
 // float operations in the same order, and the output may be one of the inputs (in place).
 //
-// Storage. The pointers are of a storage type T (float today); values are converted to float before
-// the functor and back after it (ToFloat, FromFloat), so 16-bit storage only adds those conversions.
+// Storage. The pointers are of a storage type T (float, BFloat16 or Float16: storage_types.hpp); values
+// are converted to float before the functor and back after it (ToFloat, FromFloat), so 16-bit storage
+// only adds those conversions.
 //
 // Work that is not one element in, one element out (a softmax over a position's channels, a loss per
 // sample, an index mapping of a crop) is a functor of the index, f(i), run by ForEach: an OpenMP loop
@@ -40,6 +41,7 @@
 
 #include "cortado/context.hpp"
 #include "cortado/error.hpp"
+#include "cortado/kernels/storage_types.hpp"
 
 #if defined(__CUDACC__)
 #define CORTADO_HOST_DEVICE __host__ __device__
@@ -55,6 +57,10 @@ template <typename T>
 CORTADO_HOST_DEVICE T FromFloat(float v);
 template <>
 CORTADO_HOST_DEVICE inline float FromFloat<float>(float v) { return v; }
+template <>
+CORTADO_HOST_DEVICE inline BFloat16 FromFloat<BFloat16>(float v) { return ToBFloat16(v); }
+template <>
+CORTADO_HOST_DEVICE inline Float16 FromFloat<Float16>(float v) { return ToFloat16(v); }
 
 // std::min and std::max as the CPU loops have always used them (a NaN first argument is returned, a
 // NaN second one is not), for both devices.

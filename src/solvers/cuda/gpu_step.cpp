@@ -79,6 +79,9 @@ GpuStepper::GpuStepper(Context& ctx, Net& net, const SolverParameter& param, Upd
   iter_size_ = std::max(param.iter_size(), 1);
   average_ = std::max(param.average_loss(), 1);
   l1_ = IsL1Regularization(param);  // an unknown regularization_type fails now, not in the first step
+  CORTADO_REQUIRE(!net.loss_scaling().dynamic && !net.loss_scaling().adaptive,
+                  "dynamic and adaptive loss scaling (global_grad_scale_dynamic, global_grad_scale_adaptive) run on "
+                  "the CPU only so far; on a GPU give a static global_grad_scale, or train with solver_mode: CPU");
   StepInputs& inputs = StepInputsOf(ctx_);
   rate_slot_ = inputs.Reserve();
   correction_slot_ = inputs.Reserve();
@@ -141,7 +144,8 @@ void GpuStepper::QueuePassBody() {
 
 void GpuStepper::QueueUpdateBody() {
   StepInputs& inputs = StepInputsOf(ctx_);
-  const float grad_scale = iter_size_ > 1 ? 1.0f / iter_size_ : 1.0f;
+  // The gradients come out of the passes times iter_size and the net's (static) loss scale.
+  const float grad_scale = 1.0f / (static_cast<float>(iter_size_) * net_.loss_scale());
   const float clip = param_.clip_gradients();
   step_stats::Queue(ctx_, flat_.count, flat_.diff, grad_scale, clip, iter_size_, average_,
                     inputs.device_word(iter_slot_), net_.loss_device(), state_);

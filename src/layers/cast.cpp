@@ -1,0 +1,38 @@
+// cast.cpp — Cast: the bottom's values in the top's storage types (forward_type, backward_type), and
+// the top's gradient back in the bottom's. The Net inserts it wherever a mixed-precision net changes a
+// blob's type (net_precision.cpp); a prototxt may use it too.
+#include "cast_math.hpp"
+#include "cortado/layer_registry.hpp"
+
+namespace cortado {
+
+class CastLayer : public EitherDevice<Layer> {
+ public:
+  using EitherDevice<Layer>::EitherDevice;
+  const char* type() const override { return "Cast"; }
+  int ExactNumBottomBlobs() const override { return 1; }
+  int ExactNumTopBlobs() const override { return 1; }
+  bool BackwardReadsBottomData(int) const override { return false; }
+  bool BackwardReadsTopData(int) const override { return false; }
+  bool InPlaceSafe() const override { return false; }
+
+  void Reshape(const BlobVec& bottom, const BlobVec& top) override {
+    CORTADO_REQUIRE(top[0] != bottom[0], Describe(), ": cannot run in place; give the top its own name");
+    top[0]->ReshapeLike(*bottom[0]);
+  }
+
+ protected:
+  void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
+    cast::CastValues(ctx_, top[0]->count(), top[0]->data_type(), top[0]->raw_data(), bottom[0]->data_type(),
+                     bottom[0]->raw_data());
+  }
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    if (!propagate_down[0]) return;
+    cast::CastValues(ctx_, top[0]->count(), bottom[0]->diff_type(), bottom[0]->raw_diff(), top[0]->diff_type(),
+                     top[0]->raw_diff());
+  }
+};
+
+CORTADO_REGISTER_LAYER(Cast, CastLayer);
+
+}  // namespace cortado
