@@ -70,6 +70,8 @@ DEFINE_bool(fuse, true, "Run chains of layers that run faster as one (BatchNorm,
 DEFINE_string(precision, "", "train, test, time: the nets' storage type, fp32, bf16 or fp16 (as the solver field "
               "precision; fp16 scales the loss dynamically); empty: each net's own default_forward_type and "
               "default_backward_type");
+DEFINE_string(layout, "", "train, test, time: the nets' image layout, nchw or nhwc (as the solver field layout; nhwc "
+              "runs channels-last the layers that can); empty: each net's own layout field");
 DEFINE_bool(metrics, true, "train: write <snapshot prefix>_metrics.jsonl beside the snapshots, one JSON object per "
             "display and test (--metrics=false: as the solver field write_metrics: false)");
 DEFINE_bool(plan_only, false, "train, time: print the memory plan of the nets (on --gpu's device, which need not be "
@@ -151,6 +153,13 @@ void ApplyNetFlags(cortado::NetParameter* param) {
   if (!FLAGS_memory_reuse) param->set_memory_reuse(false);
   if (!FLAGS_fuse) param->set_fuse(false);
   if (!FLAGS_precision.empty()) cortado::SetNetPrecision(param, PrecisionFromFlag());
+  if (!FLAGS_layout.empty()) param->set_layout(LayoutFromFlag());
+}
+
+cortado::Packing LayoutFromFlag() {
+  if (FLAGS_layout == "nchw" || FLAGS_layout == "NCHW") return cortado::NCHW;
+  if (FLAGS_layout == "nhwc" || FLAGS_layout == "NHWC") return cortado::NHWC;
+  cortado::Fail("--layout=", FLAGS_layout, ": give nchw or nhwc");
 }
 
 cortado::Type PrecisionFromFlag() {

@@ -19,6 +19,11 @@ namespace cortado {
 class BlobProto;
 class BlobShape;
 
+// How a 4-D image blob's elements lie in memory. Its shape is N×C×H×W either way (the axes' meaning);
+// kNHWC stores each position's channels together (channels-last, as cuDNN's and oneDNN's fastest
+// convolutions want). Blobs of other ranks ignore it.
+enum class MemoryLayout { kNCHW, kNHWC };
+
 class Blob {
  public:
   static constexpr int kMaxAxes = 32;
@@ -57,6 +62,10 @@ class Blob {
     data_type_ = data;
     diff_type_ = diff;
   }
+  MemoryLayout layout() const { return layout_; }
+  void set_layout(MemoryLayout layout) { layout_ = layout; }
+  // A 4-D blob stored channels-last.
+  bool channels_last() const { return layout_ == MemoryLayout::kNHWC && num_axes() == 4; }
   // The plan's size of the data (diff) in 4-byte units: count · SizeOf(type) bytes, rounded up.
   int64_t data_floats() const { return StorageFloats(count_, data_type_); }
   int64_t diff_floats() const { return StorageFloats(count_, diff_type_); }
@@ -120,6 +129,7 @@ class Blob {
   Device device_ = Device::kCPU;
   DataType data_type_ = DataType::kFloat;
   DataType diff_type_ = DataType::kFloat;
+  MemoryLayout layout_ = MemoryLayout::kNCHW;
   void* data_ = nullptr;
   void* diff_ = nullptr;
 };

@@ -109,6 +109,7 @@ void Blob::ShareData(const Blob& other) {
   device_ = other.device_;
   data_ = other.data_;
   data_type_ = other.data_type_;
+  layout_ = other.layout_;
   capacity_ = other.capacity_;
 }
 

@@ -20,7 +20,7 @@ namespace cortado {
 
 namespace {
 
-// A layer's top storage type (PlanPrecision checked the types of a mixed-precision net; a float net
+// A layer's top storage type (PlanStorage checked the types of a mixed-precision net; a float net
 // may name any, all float to Cortado).
 DataType StorageOf(Type type) {
   return type == FLOAT16 ? DataType::kFloat16 : type == BFLOAT16 ? DataType::kBFloat16 : DataType::kFloat;
@@ -33,7 +33,7 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
   NetParameter upgraded(in_param);
   if (NetNeedsUpgrade(upgraded)) UpgradeNet(&upgraded, source_);  // V0/V1 layers, input_dim, ...
   UpgradeNetInputs(&upgraded);
-  const NetParameter param = PlanPrecision(InsertSplits(FilterByState(upgraded), source_), source_);
+  const NetParameter param = PlanStorage(InsertSplits(FilterByState(upgraded), source_), ctx_.device(), source_);
   name_ = param.name();
   phase_ = param.state().phase();
   force_backward_ = param.force_backward();
@@ -54,11 +54,12 @@ Net::Net(const NetParameter& in_param, Context& ctx, const std::string& source_n
                           : loss_scaling_.dynamic && !param.has_global_grad_scale() ? 65536.0f
                                                                                     : loss_scaling_.factor;
   loss_scale_ = loss_scaling_.initial;
-  if (mixed_precision_) {
+  if (mixed_precision_ || param.layout() == NHWC) {
     int casts = 0;
     for (const LayerParameter& layer : param.layer()) casts += layer.type() == "Cast";
-    LOG(INFO) << source_ << ": mixed precision: " << casts << " Cast layer(s) convert where a blob's storage type "
-              << "changes; loss scale " << loss_scale_
+    LOG(INFO) << source_ << ": " << (mixed_precision_ ? "mixed precision" : "") << (mixed_precision_ && param.layout() == NHWC ? ", " : "")
+              << (param.layout() == NHWC ? "NHWC" : "") << ": " << casts
+              << " Cast layer(s) convert where a blob's storage type or layout changes; loss scale " << loss_scale_
               << (loss_scaling_.dynamic ? " (dynamic)" : loss_scaling_.adaptive ? " (adaptive)" : "");
   }
   LOG(INFO) << "Initializing net from parameters: " << source_ << " (" << name_ << ", phase "
@@ -216,6 +217,7 @@ void Net::AppendTop(const LayerParameter& lp, int layer_id, int top_id, bool in_
     blob_id = static_cast<int>(blobs_.size());
     blobs_.push_back(std::make_unique<Blob>());
     blobs_.back()->set_types(StorageOf(lp.forward_type()), StorageOf(lp.backward_type()));
+    blobs_.back()->set_layout(lp.layout() == NHWC ? MemoryLayout::kNHWC : MemoryLayout::kNCHW);
     blob_names_.push_back(name);
     blob_need_backward_.push_back(false);
     blob_loss_weights_.push_back(0.0f);

@@ -1,21 +1,28 @@
-// net_precision.cpp — the storage types of a net's blobs, and the Cast layers where they change
-// (net_rules.hpp, PlanPrecision).
+// net_precision.cpp — the storage of a net's blobs, their types and layouts, and the Cast layers where
+// they change (net_rules.hpp, PlanStorage).
 //
-// Each layer has a storage type for its tops' data (forward_type) and for their diffs (backward_type):
-// its own fields, else the net's defaults (NVIDIA Caffe's names). Three kinds of layers:
+// Types. Each layer has a storage type for its tops' data (forward_type) and for their diffs
+// (backward_type): its own fields, else the net's defaults (NVIDIA Caffe's names). Three kinds of layers:
 //   - layers that keep float whatever the net says: data layers, losses, Softmax, Accuracy, ArgMax
 //     and the layers that hand values to the user (their values are labels, probabilities, indices);
 //   - layers that only move values (Split, Flatten, Reshape): their tops keep their bottom's types;
 //   - all others store their tops in the types asked for.
-// A layer computes on the types it supports (ComputesOn): where a layer's computation reads another
-// type than its bottom holds, a Cast layer converts the bottom first; where it writes another type than
-// its tops are to be stored in, a Cast converts its output. A layer without 16-bit arithmetic of its
-// own thus computes in float between two Casts, and its tops are rounded to 16 bits, as a 16-bit
-// layer's would be. A blob's last version keeps the blob's name, so tools and scripts find it by name.
+// A layer computes on the types it supports: where its computation reads another type than its
+// bottom holds, a Cast converts the bottom first; where it writes another type than its tops are to be
+// stored in, a Cast converts its output. A layer without 16-bit arithmetic of its own thus computes in
+// float between two Casts, and its tops are rounded to 16 bits, as a 16-bit layer's would be.
+//
+// Layouts. With NetParameter.layout NHWC, the layers that compute channels-last (channels_last.hpp)
+// do, element-wise layers (and Split) follow their first bottom's layout, and every other layer reads
+// NCHW: a Cast transposes a bottom whose layout is not the one its reader computes in. A layer's tops
+// are in the layout it computed in.
+//
+// A blob's last version keeps the blob's name, so tools and scripts find it by name.
 #include <map>
 #include <set>
 #include <vector>
 
+#include "../layers/channels_last.hpp"
 #include "cortado/error.hpp"
 #include "cortado/net.hpp"
 #include "net_rules.hpp"
@@ -24,10 +31,11 @@ namespace cortado {
 
 namespace {
 
-struct Types {
+struct Storage {
   Type data = FLOAT, diff = FLOAT;
-  bool operator==(const Types& o) const { return data == o.data && diff == o.diff; }
-  bool operator!=(const Types& o) const { return !(*this == o); }
+  Packing layout = NCHW;
+  bool operator==(const Storage& o) const { return data == o.data && diff == o.diff && layout == o.layout; }
+  bool operator!=(const Storage& o) const { return !(*this == o); }
 };
 
 bool IsLoss(const std::string& type) {
@@ -41,10 +49,31 @@ bool KeepsFloat(const LayerParameter& layer) {
 
 bool FollowsBottom(const std::string& type) { return type == "Split" || type == "Flatten" || type == "Reshape"; }
 
-// The storage types a layer type's own arithmetic reads and writes besides float.
+// The 16-bit storage types a layer type's own arithmetic reads and writes.
 bool ComputesOn(const std::string& type, Type storage) {
   if (storage == FLOAT) return true;
   return type == "Cast" || type == "Flatten" || type == "Reshape";  // conversions and views of any type
+}
+
+// Layers whose every output element depends on the same element of each input: any layout will do.
+bool ElementWise(const std::string& type) {
+  static const std::set<std::string> kElementWise = {"ReLU",  "Sigmoid",   "TanH", "AbsVal", "BNLL",  "ELU",
+                                                     "Exp",   "Log",       "Power", "Threshold", "Clip", "Swish",
+                                                     "Dropout", "Eltwise", "Split"};
+  return kElementWise.count(type) > 0;
+}
+
+// On the GPU no layer computes channels-last yet (its convolutions are cuDNN's NCHW ones, and its
+// per-channel kernels are made for NCHW planes), so a GPU net stays NCHW whatever its layout says.
+bool ComputesChannelsLast(const LayerParameter& layer, Device device) {
+  if (device != Device::kCPU) return false;
+  if (layer.type() == "Convolution") return ConvolutionRunsChannelsLast(layer, device);
+  if (layer.type() == "BatchNorm") return true;
+  if (layer.type() == "Scale") {
+    const ScaleParameter& p = layer.scale_param();
+    return layer.bottom_size() == 1 && p.axis() == 1 && p.num_axes() == 1;
+  }
+  return false;
 }
 
 Type StorageType(Type type, const std::string& where) {
@@ -60,7 +89,11 @@ Type StorageType(Type type, const std::string& where) {
   }
 }
 
-const char* Suffix(Type type) { return type == FLOAT ? "float" : type == FLOAT16 ? "fp16" : "bf16"; }
+std::string Describe(const Storage& s) {
+  std::string text = s.data == FLOAT ? "float" : s.data == FLOAT16 ? "fp16" : "bf16";
+  if (s.diff != s.data) text += s.diff == FLOAT ? "/float" : s.diff == FLOAT16 ? "/fp16" : "/bf16";
+  return text + (s.layout == NHWC ? " NHWC" : "");
+}
 
 }  // namespace
 
@@ -81,55 +114,70 @@ bool NetIsMixedPrecision(const NetParameter& param) {
   return false;
 }
 
-NetParameter PlanPrecision(const NetParameter& param, const std::string& source) {
-  if (!NetIsMixedPrecision(param)) return param;  // a float net is left as it is
-  const Types defaults{StorageType(param.default_forward_type(), source + ": default_forward_type"),
-                       StorageType(param.default_backward_type(), source + ": default_backward_type")};
+NetParameter PlanStorage(const NetParameter& param, Device device, const std::string& source) {
+  const bool channels_last = param.layout() == NHWC;
+  if (!NetIsMixedPrecision(param) && !channels_last) return param;  // a float NCHW net is left as it is
+  const Storage defaults{StorageType(param.default_forward_type(), source + ": default_forward_type"),
+                         StorageType(param.default_backward_type(), source + ": default_backward_type")};
   NetParameter out(param);
   out.clear_layer();
   struct Version {
     std::string name;  // the blob that holds it now
-    Types types;
+    Storage storage;
   };
-  std::map<std::string, Version> current;                 // blob name in the prototxt -> its latest version
+  std::map<std::string, Version> current;  // blob name in the prototxt -> its latest version
   // Blob name -> its versions, in order: (the blob holding it, the layer that wrote it).
   std::map<std::string, std::vector<std::pair<std::string, std::string>>> versions;
-  auto add_cast = [&](const std::string& from, const Types& to, const std::string& to_name, const LayerParameter& near) {
+  auto add_cast = [&](const std::string& from, const Storage& to, const std::string& to_name, const LayerParameter& near) {
     LayerParameter* cast = out.add_layer();
-    cast->set_name(from + " as " + Suffix(to.data) + (near.name().empty() ? "" : " for " + near.name()));
+    cast->set_name(from + " as " + Describe(to) + (near.name().empty() ? "" : " for " + near.name()));
     cast->set_type("Cast");
     cast->add_bottom(from);
     cast->add_top(to_name);
     cast->set_forward_type(to.data);
     cast->set_backward_type(to.diff);
+    cast->set_layout(to.layout);
     if (near.has_phase()) cast->set_phase(near.phase());
   };
   for (const LayerParameter& in : param.layer()) {
     const std::string where = source + ": layer " + in.name();
-    Types asked = defaults;
+    Storage asked = defaults;
     if (in.has_forward_type()) asked.data = StorageType(in.forward_type(), where + ": forward_type");
     if (in.has_backward_type()) asked.diff = StorageType(in.backward_type(), where + ": backward_type");
-    if (KeepsFloat(in)) asked = Types{};
-    // What the layer computes on, for each bottom, and how its tops are stored.
-    std::vector<Types> bottom_types;
+    if (KeepsFloat(in)) asked = Storage{};
+    std::vector<Storage> bottom_storage;
     for (const std::string& bottom : in.bottom()) {
       CORTADO_REQUIRE(current.count(bottom), where, " (", in.type(), "): bottom '", bottom,
                       "' is not produced by any earlier layer");
-      bottom_types.push_back(current[bottom].types);
+      bottom_storage.push_back(current[bottom].storage);
     }
-    Types stored = asked;
-    if (FollowsBottom(in.type()) && !bottom_types.empty()) stored = bottom_types[0];
-    const bool native = ComputesOn(in.type(), stored.data) && ComputesOn(in.type(), stored.diff);
-    const Types computes = native ? stored : Types{};
+    // How the tops are stored, and what the layer computes on.
+    Storage stored = asked;
+    if (FollowsBottom(in.type()) && !bottom_storage.empty()) {
+      stored.data = bottom_storage[0].data;
+      stored.diff = bottom_storage[0].diff;
+    }
+    Storage computes;
+    if (ComputesOn(in.type(), stored.data) && ComputesOn(in.type(), stored.diff)) computes = stored;
+    computes.layout = NCHW;
+    if (ElementWise(in.type()) && !bottom_storage.empty()) {
+      computes.layout = bottom_storage[0].layout;
+    } else if (channels_last && ComputesChannelsLast(in, device)) {
+      computes.layout = NHWC;
+    }
+    const bool converts = in.type() == "Cast";  // a Cast of the prototxt's: reads any storage, writes as it says
+    if (converts) computes.layout = in.layout();
+    stored.layout = computes.layout;  // tops stay in the layout they were computed in
     LayerParameter layer(in);
     layer.set_forward_type(computes.data);
     layer.set_backward_type(computes.diff);
+    layer.set_layout(computes.layout);
     std::vector<std::string> bottom_names;  // what the layer reads, after any Cast
     for (int j = 0; j < in.bottom_size(); ++j) {
       const Version& have = current[in.bottom(j)];
       std::string name = have.name;
-      if (have.types != computes) {
-        name = in.bottom(j) + " (" + Suffix(computes.data) + " for " + in.name() + ")";
+      if (have.storage != computes && !converts) {
+        name = in.bottom(j) + " (" + Describe(computes) + " for " + in.name() + ")";
         add_cast(have.name, computes, name, in);
       }
       bottom_names.push_back(name);
@@ -137,7 +185,7 @@ NetParameter PlanPrecision(const NetParameter& param, const std::string& source)
     }
     // The layer's tops; Casts after it store them in their types.
     struct PendingCast {
-      std::string from, to, blob;
+      std::string from, to;
     };
     std::vector<PendingCast> after;
     for (int j = 0; j < in.top_size(); ++j) {
@@ -145,9 +193,9 @@ NetParameter PlanPrecision(const NetParameter& param, const std::string& source)
       const bool in_place = j < in.bottom_size() && in.bottom(j) == top;
       std::string written = in_place ? bottom_names[j] : top;
       if (computes != stored) {
-        if (!in_place) written = top + " (" + Suffix(computes.data) + " from " + in.name() + ")";
-        const std::string kept = versions.count(top) ? top + " (" + Suffix(stored.data) + " after " + in.name() + ")" : top;
-        after.push_back({written, kept, top});
+        if (!in_place) written = top + " (" + Describe(computes) + " from " + in.name() + ")";
+        const std::string kept = versions.count(top) ? top + " (" + Describe(stored) + " after " + in.name() + ")" : top;
+        after.push_back({written, kept});
         current[top] = {kept, stored};
         versions[top].push_back({kept, in.name()});
       } else {

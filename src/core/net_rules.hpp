@@ -3,6 +3,7 @@
 
 #include <string>
 
+#include "cortado/context.hpp"
 #include "cortado/cortado.pb.h"
 
 namespace cortado {
@@ -14,9 +15,8 @@ void UpgradeNetInputs(NetParameter* param);
 NetParameter InsertSplits(const NetParameter& param, const std::string& source);
 // Whether the net asks for 16-bit storage anywhere (net or layer forward_type / backward_type).
 bool NetIsMixedPrecision(const NetParameter& param);
-// The storage types of a mixed-precision net's layers made explicit in their forward_type and
-// backward_type, with Cast layers where a blob's type changes (net_precision.cpp); a float net is
-// returned as it is.
-NetParameter PlanPrecision(const NetParameter& param, const std::string& source);
-
+// The storage of every layer's tops made explicit in its forward_type, backward_type and layout, with
+// Cast layers where a blob's type or layout changes (net_precision.cpp), for a mixed-precision or NHWC
+// net on `device`; a float NCHW net is returned as it is.
+NetParameter PlanStorage(const NetParameter& param, Device device, const std::string& source);
 }  // namespace cortado

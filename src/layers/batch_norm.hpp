@@ -104,9 +104,11 @@ class BatchNormLayer : public EitherDevice<Layer> {
                     " channels, but the layer was set up for ", channels_);
     num_ = x.shape(0);
     spatial_ = num_ == 0 ? 0 : x.count() / (static_cast<int64_t>(num_) * channels_);
+    channels_last_ = x.channels_last();
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
     stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, mean(dy), mean(dy·x̂)
-    if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(num_, channels_, spatial_, 2)});
+    const ChannelLayout l = Layout();
+    if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(l.num, l.channels, l.spatial, 2)});
     if (x_norm_) x_norm_->ReshapeLike(x);
   }
 
@@ -132,7 +134,10 @@ class BatchNormLayer : public EitherDevice<Layer> {
   // (4, C): the mean, the std, and Backward's mean(dy) and mean(dy·x̂), per channel.
   Blob* statistics() const { return stats_; }
   Blob* partials() const { return partials_; }  // GPU: the channel sums' partials, for 2 sums; else null
-  ChannelLayout Layout() const { return {num_, channels_, spatial_}; }
+  // An NHWC blob is N·H·W planes of C channels of one element each (channels_last.hpp).
+  ChannelLayout Layout() const {
+    return channels_last_ ? ChannelLayout{num_ * spatial_, channels_, 1} : ChannelLayout{num_, channels_, spatial_};
+  }
   bool scale_bias() const { return scale_bias_; }
   Blob* x_norm() const { return x_norm_; }  // scale_bias: where x̂ is kept for Backward; else null
 
@@ -208,6 +213,7 @@ class BatchNormLayer : public EitherDevice<Layer> {
   float maf_ = 0.999f, eps_ = 1e-5f;
   int channels_ = 0, num_ = 0;
   int64_t spatial_ = 1;
+  bool channels_last_ = false;  // the bottom is NHWC
   Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's mean(dy), mean(dy·x̂)
   Blob* partials_ = nullptr;  // GPU: the chunked channel sums' partials (a workspace)
   Blob* x_norm_ = nullptr;    // scale_bias: x̂, from Forward to Backward

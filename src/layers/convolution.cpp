@@ -41,6 +41,7 @@
 #include <string>
 #include <vector>
 
+#include "cortado/cpu_engine.hpp"  // OneDnnEnabled
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
 #include "cortado/im2col.hpp"
@@ -48,6 +49,7 @@
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "channels_last.hpp"
 #include "cpu_engine_choice.hpp"
 #include "conv_geometry.hpp"
 #include "convolution_gpu.hpp"
@@ -138,6 +140,9 @@ class ConvolutionLayer : public Layer {
     CheckFits("width", geom_.width, geom_.pad_w, geom_.kernel_w, geom_.dilation_w, geom_.extent_w());
     num_ = x.shape(0);
     for (Blob* y : top) y->Reshape({num_, num_output_, geom_.out_h(), geom_.out_w()});
+    channels_last_ = bottom[0]->channels_last();
+    CORTADO_REQUIRE(!channels_last_ || ctx_.device() == Device::kCPU, Describe(),
+                    ": channels-last input on the GPU (the Net converts to NCHW there)");
     col_holds_forward_ = false;
     if (ctx_.device() == Device::kGPU) {
       ReshapeGpuBuffers();
@@ -169,6 +174,7 @@ class ConvolutionLayer : public Layer {
 
   const char* chosen_engine() const override {
     if (ctx_.device() == Device::kGPU) return cudnn_ || plan_cudnn_ ? "cudnn" : "im2col";
+    if (channels_last_) return "onednn_nhwc";
     return onednn_ ? (onednn_layout_ == OneDnnLayout::kNative ? "onednn" : "onednn_plain") : "im2col";
   }
 
@@ -377,6 +383,15 @@ class ConvolutionLayer : public Layer {
   // Sets onednn_ (null for im2col) for the current shape: from the prototxt's engine and the CPU engine
   // setting, timing the candidates when both leave the choice open (cpu_engine_choice.hpp).
   void ChooseCpuEngine() {
+    if (channels_last_) {  // NHWC: oneDNN's channels-last code on Cortado's buffers (the Net asked only where it runs)
+      std::string why;
+      onednn_ = CreateOneDnnConvolution(num_, num_output_, group_, geom_, bias_term_, OneDnnLayout::kPlain, &why,
+                                        OneDnnDataType::kFloat32, true);
+      onednn_layout_ = OneDnnLayout::kPlain;
+      CORTADO_REQUIRE(onednn_ != nullptr || num_ == 0 || channels_ == 0, Describe(),
+                      ": oneDNN has no channels-last convolution for this shape (", why, "); run the net with layout: NCHW");
+      return;
+    }
     const EngineRule rule = CpuEngineRule(param_.convolution_param(), ctx_.plan_only());
     bool im2col_only = rule == EngineRule::kOwn;
     bool timed = rule == EngineRule::kTimed;
@@ -548,6 +563,7 @@ class ConvolutionLayer : public Layer {
   int64_t col_floats_ = 0, product_floats_ = 0;  // what the im2col engine's col_ and product_ need
   OneDnnConvolutionPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
   OneDnnLayout onednn_layout_ = OneDnnLayout::kNative;
+  bool channels_last_ = false;  // the bottoms and tops are NHWC (Blob::channels_last): oneDNN's nhwc code
   Blob* onednn_scratch_ = nullptr;  // CPU: the oneDNN engine's scratchpads and reordered data (a workspace)
   bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
   Blob* workspace_ = nullptr;       // GPU nets: cuDNN's workspace (empty for the im2col engine)
@@ -557,5 +573,11 @@ class ConvolutionLayer : public Layer {
 };
 
 CORTADO_REGISTER_LAYER(Convolution, ConvolutionLayer);
+
+bool ConvolutionRunsChannelsLast(const LayerParameter& layer, Device device) {
+  const ConvolutionParameter& p = layer.convolution_param();
+  return device == Device::kCPU && OneDnnEnabled() && p.axis() == 1 && !p.force_nd_im2col() &&
+         p.kernel_size_size() <= 2 && CpuEngineRule(p, false) != EngineRule::kOwn;
+}
 
 }  // namespace cortado

@@ -34,9 +34,11 @@ using OneDnnConvolutionPtr = std::unique_ptr<OneDnnConvolution, void (*)(OneDnnC
 // x (num, g.channels, g.height, g.width), weights (num_output, channels / group, kernel), bias
 // (num_output) when `bias`, y (num, num_output, out_h, out_w). Null, with the reason in *why, when
 // oneDNN has no implementation for it.
+// channels_last: x, y and their gradients are NHWC in Cortado's buffers (the weights stay OIHW).
 OneDnnConvolutionPtr CreateOneDnnConvolution(int num, int num_output, int group, const ConvGeometry& g, bool bias,
                                              OneDnnLayout layout, std::string* why,
-                                             OneDnnDataType type = OneDnnDataType::kFloat32);
+                                             OneDnnDataType type = OneDnnDataType::kFloat32,
+                                             bool channels_last = false);
 // The scratch one call needs: oneDNN's own scratchpad plus the reordered data.
 size_t OneDnnConvolutionScratchBytes(const OneDnnConvolution& conv);
 // oneDNN's names of the implementations it chose, e.g. "jit:avx512_core".

@@ -56,6 +56,12 @@ class ScaleLayer : public EitherDevice<Layer> {
     const Blob& scale = bottom.size() > 1 ? *bottom[1] : *blobs_[0];
     const OperandSpan span = SpanOfOperand(Describe(), "the scale", x, scale, param_.scale_param().axis());
     outer_ = span.outer, dim_ = span.dim, inner_ = span.inner;
+    if (x.channels_last()) {  // NHWC (the Net asks only over axis 1 alone): N·H·W planes of C channels
+      CORTADO_REQUIRE(dim_ == x.shape(1) && inner_ == static_cast<int64_t>(x.shape(2)) * x.shape(3), Describe(),
+                      ": a channels-last bottom takes a scale over axis 1 alone");
+      outer_ *= inner_;
+      inner_ = 1;
+    }
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
     if (x_copy_) x_copy_->ReshapeLike(x);
     if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(outer_, dim_, inner_, 1)});

@@ -343,7 +343,8 @@ TEST(TrainerCli, PrecisionFlagStoresIn16BitsAndFp16LogsSkippedSteps) {
                                            "top: \"loss\" loss_weight: 10000 }"));
   const auto time = RunCommand(ToolPath("trainer") + " time --model=" + net + " --iterations=1 --precision=bf16");
   ASSERT_EQ(time.exit_code, 0) << time.err;
-  EXPECT_NE(time.err.find("Cast layer(s) convert where a blob's storage type changes"), std::string::npos) << time.err;
+  EXPECT_NE(time.err.find("Cast layer(s) convert where a blob's storage type or layout changes"), std::string::npos)
+      << time.err;
   const std::string solver = dir + "/solver.prototxt";
   WriteFile(solver, "net: \"" + net + "\"\nbase_lr: 0.0000001\nlr_policy: \"fixed\"\nmax_iter: 20\nsolver_mode: CPU\n"
                     "snapshot_after_train: false\nsnapshot_prefix: \"" + dir + "/s\"\n");
@@ -358,6 +359,30 @@ TEST(TrainerCli, PrecisionFlagStoresIn16BitsAndFp16LogsSkippedSteps) {
   const auto bad = RunCommand(ToolPath("trainer") + " train --precision=fp8 --solver=" + solver);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(LastLine(bad.err).find("--precision=fp8: give fp32, bf16 or fp16"), std::string::npos) << bad.err;
+}
+
+// --layout=nhwc runs channels-last the layers that can (here BatchNorm and ReLU; the InnerProduct reads
+// NCHW, so Casts transpose around them).
+TEST(TrainerCli, LayoutFlagRunsChannelsLastWhereItCan) {
+  const std::string dir = NewTempDir();
+  const std::string net = dir + "/bn.prototxt";
+  WriteFile(net, R"(name: "bn"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+        dummy_data_param { data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 }
+                           shape { dim: 4 dim: 3 dim: 8 dim: 8 } shape { dim: 4 } } }
+layer { name: "bn" type: "BatchNorm" bottom: "data" top: "bn" }
+layer { name: "relu" type: "ReLU" bottom: "bn" top: "bn" }
+layer { name: "ip" type: "InnerProduct" bottom: "bn" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)");
+  const auto nhwc = RunCommand(ToolPath("trainer") + " time --model=" + net + " --iterations=1 --layout=nhwc");
+  ASSERT_EQ(nhwc.exit_code, 0) << nhwc.err;
+  EXPECT_NE(nhwc.err.find(": NHWC: 2 Cast layer(s) convert where a blob's storage type or layout changes"),
+            std::string::npos)
+      << nhwc.err;
+  const auto bad = RunCommand(ToolPath("trainer") + " time --model=" + net + " --iterations=1 --layout=nwhc");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(LastLine(bad.err).find("--layout=nwhc: give nchw or nhwc"), std::string::npos) << bad.err;
 }
 
 }  // namespace cortado::test

@@ -180,6 +180,7 @@ int Train(cortado::Ranks* ranks) {
   if (!FLAGS_memory_reuse) param.set_memory_reuse(false);
   if (!FLAGS_fuse) param.set_fuse(false);
   if (!FLAGS_precision.empty()) param.set_precision(PrecisionFromFlag());
+  if (!FLAGS_layout.empty()) param.set_layout(LayoutFromFlag());
   if (!FLAGS_metrics) param.set_write_metrics(false);
   if (FLAGS_exchange_bucket_mb > 0) param.set_exchange_bucket_mb(static_cast<float>(FLAGS_exchange_bucket_mb));
   if (FLAGS_plan_only) {

@@ -29,6 +29,7 @@ DECLARE_bool(cuda_graph);
 DECLARE_bool(memory_reuse);
 DECLARE_bool(fuse);
 DECLARE_string(precision);
+DECLARE_string(layout);
 DECLARE_bool(metrics);
 DECLARE_bool(plan_only);
 DECLARE_int32(batch_size);
@@ -55,6 +56,8 @@ std::unique_ptr<cortado::Context> ContextFromFlags();
 void ApplyNetFlags(cortado::NetParameter* param);
 // --precision as a storage type (an unknown name is an Error).
 cortado::Type PrecisionFromFlag();
+// --layout as a Packing (an unknown name is an Error).
+cortado::Packing LayoutFromFlag();
 cortado::NetState StateFromFlags(cortado::Phase phase);
 // --plan_only: prints the plan at the flags' batch and, with --max_memory, the largest batch that fits.
 // plan_at(batch) plans at that batch (0: the prototxt's) and returns the bytes and the summary.

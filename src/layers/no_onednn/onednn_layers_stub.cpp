@@ -11,7 +11,7 @@ const char kNoOneDnn[] = "this build has no oneDNN (install libdnnl-dev and rebu
 }  // namespace
 
 OneDnnConvolutionPtr CreateOneDnnConvolution(int, int, int, const ConvGeometry&, bool, OneDnnLayout, std::string* why,
-                                             OneDnnDataType) {
+                                             OneDnnDataType, bool) {
   *why = kNoOneDnn;
   return {nullptr, nullptr};
 }

@@ -101,14 +101,16 @@ void Unbind(const dnnl::stream& stream, Operand& op) {
 }  // namespace
 
 OneDnnConvolutionPtr CreateOneDnnConvolution(int num, int num_output, int group, const ConvGeometry& g, bool bias,
-                                             OneDnnLayout layout, std::string* why, OneDnnDataType type) {
+                                             OneDnnLayout layout, std::string* why, OneDnnDataType type,
+                                             bool channels_last) {
   using Dims = memory::dims;
   const auto element = onednn::DataTypeOf(type);
   const Dims x_dims{num, g.channels, g.height, g.width}, y_dims{num, num_output, g.out_h(), g.out_w()},
       b_dims{num_output};
   const Dims w_dims = group == 1 ? Dims{num_output, g.channels, g.kernel_h, g.kernel_w}
                                  : Dims{group, num_output / group, g.channels / group, g.kernel_h, g.kernel_w};
-  const memory::desc x_plain(x_dims, element, Tag::nchw), y_plain(y_dims, element, Tag::nchw),
+  const Tag image = channels_last ? Tag::nhwc : Tag::nchw;
+  const memory::desc x_plain(x_dims, element, image), y_plain(y_dims, element, image),
       w_plain(w_dims, element, group == 1 ? Tag::oihw : Tag::goihw), b_plain(b_dims, element, Tag::x);
   const bool native = layout == OneDnnLayout::kNative;
   const memory::desc x_want = native ? memory::desc(x_dims, element, Tag::any) : x_plain;
