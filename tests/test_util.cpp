@@ -228,15 +228,17 @@ double LastLoggedValue(const std::string& log, const std::string& name, const st
 void FillLinearFit(Net* net) {
   const float w[2][4] = {{0.5f, -1.0f, 0.25f, 2.0f}, {-0.75f, 0.5f, 1.5f, -0.5f}};
   std::mt19937 same(77);
-  Blob* x = net->blob_by_name("x");
-  Blob* y = net->blob_by_name("y");
-  FillGaussian(x, same);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(32), y(16);
+  for (float& v : x) v = normal(same);
   for (int n = 0; n < 8; ++n)
     for (int o = 0; o < 2; ++o) {
       float z = 0;
-      for (int k = 0; k < 4; ++k) z += w[o][k] * x->data()[n * 4 + k];
-      y->data()[n * 2 + o] = z;
+      for (int k = 0; k < 4; ++k) z += w[o][k] * x[n * 4 + k];
+      y[n * 2 + o] = z;
     }
+  net->blob_by_name("x")->WriteData(x);  // through a copy: a GPU net's too
+  net->blob_by_name("y")->WriteData(y);
 }
 
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean, float std) {

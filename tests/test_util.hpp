@@ -91,7 +91,7 @@ double LastLoggedValue(const std::string& log, const std::string& name, const st
 
 void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 1.0f);
 // The solver tests' regression: blob "x" (8×4) Gaussian from a generator seeded 77, and "y" (8×2) =
-// x·Wᵀ for a fixed W, a fit an InnerProduct can reach exactly.
+// x·Wᵀ for a fixed W, a fit an InnerProduct can reach exactly; on either device.
 void FillLinearFit(Net* net);
 void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
 

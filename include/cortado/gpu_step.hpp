@@ -75,6 +75,18 @@ class GpuStepper {
   int PolledNonFiniteIteration() const;
   static constexpr int kNonFinitePollInterval = 20;
 
+  // Dynamic loss scaling, kept on the device (step_stats.hpp): waits for it. The scale of the next
+  // step, the clean steps since it last changed, the steps skipped since the stepper was made and the
+  // last of them (−1: none).
+  struct LossScaleState {
+    float scale = 1;
+    int clean_steps = 0, skipped_steps = 0, last_skipped = -1;
+  };
+  LossScaleState LossScale();
+  // A restored run's scale and clean-step count.
+  void SetLossScale(float scale, int clean_steps);
+  bool dynamic_loss_scale() const { return growth_interval_ > 0; }
+
   float last_rate() const { return last_rate_; }  // the rate RunPasses computed (and logged, if multistep)
   bool using_graphs() const { return graphs_enabled_; }
   int graph_launches() const { return graph_launches_; }
@@ -96,6 +108,8 @@ class GpuStepper {
   FlatParams flat_;
   std::vector<float*> history_;
   int iter_size_ = 1;
+  int growth_interval_ = 0;  // dynamic loss scaling's (Net::LossScaling); 0: a static scale
+  std::vector<Net::LossTop> loss_tops_;
   bool l1_ = false;  // regularization_type L1
   int average_ = 1;
   int first_graph_layer_ = 0;  // layers before it (the data layers) run eagerly every pass

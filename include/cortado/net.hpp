@@ -114,6 +114,14 @@ class Net {
   float loss_scale() const { return loss_scale_; }
   // Changes the scale (after Initialize): rewrites the loss tops' diffs on the net's device.
   void SetLossScale(float scale);
+  // The tops whose diffs hold loss weight × loss scale (a GPU step with dynamic scaling rewrites them on
+  // the device each step, from its own scale).
+  struct LossTop {
+    float* diff;
+    int64_t count;
+    float weight;
+  };
+  std::vector<LossTop> loss_tops() const;
   // Whether any blob is stored in 16 bits.
   bool mixed_precision() const { return mixed_precision_; }
 

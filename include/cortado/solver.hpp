@@ -137,6 +137,7 @@ class Solver {
   void CheckGpuDivergence();
   // GPU: the lines ApplyUpdate logs on display iterations (the rate, clipping).
   void LogGpuUpdate();
+  void LogGpuSkippedSteps();
   // snapshot_prefix, or the solver file's path without its extension.
   std::string SnapshotPrefix() const;
   std::string SnapshotFilename(const std::string& extension) const;

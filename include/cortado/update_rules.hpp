@@ -150,6 +150,8 @@ struct FusedUpdate {
   const float* correction = nullptr;  // device; Adam only
   const float* clip_scale = nullptr;  // device, or null: no clipping
   float grad_scale = 1;
+  const float* grad_scale_at = nullptr;  // device, or null: grad_scale (dynamic loss scaling's 1 / (iter_size · scale))
+  const int* skip = nullptr;             // device, or null: when it holds 1 the update changes nothing (an overflow)
   float weight_decay = 0;
   bool l1 = false;
   int* first_nonfinite = nullptr;       // device, or null: nothing watched

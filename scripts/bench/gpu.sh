@@ -13,6 +13,10 @@
 #              drawn once, on the GPU; FP32 is --strict_fp32; the median display interval after the
 #              first, which holds the warm-up) beside PyTorch eager (plain torch.nn ResNet-50 on the
 #              same kind of batch, 10 warm-up then 30 timed steps)
+#   mixed      ResNet-50 at batch 256 (MIXED_BATCH) in bf16 and in fp16, NHWC: Cortado (--precision,
+#              --layout=nhwc; fp16 scales its loss dynamically) beside PyTorch with autocast and
+#              channels_last (fp16 with a GradScaler), as resnet's rows are measured; with the peak
+#              GPU memory of each
 #   layers     trainer time on that ResNet-50 at batch 128, layer by layer on the GPU (--output: a
 #              CSV): the 15 layers with the most forward + backward time, and the time by layer type
 #   tests      the GPU test suite, cortado_tests --gtest_filter='*Gpu*:*GPU*': passed, failed (named)
@@ -38,7 +42,7 @@
 #
 # Usage (GPU machine, repository root; normally through `scripts/gpu_check.sh run`):
 #   scripts/bench/gpu.sh [--dry-run] [quick | STAGE...] [--cudnn DIR]
-#       default stages: small resnet layers tests bandwidth sanitizer (the measurements first; the
+#       default stages: small resnet mixed layers tests bandwidth sanitizer (the measurements first; the
 #       deadline cuts the last ones)
 #   --dry-run    prints the commands of each stage with their budgets; runs nothing (any machine)
 #   --cudnn DIR  Cortado loads the cuDNN in DIR: DIR comes first on its LD_LIBRARY_PATH. `pytorch`
@@ -47,6 +51,7 @@
 # the caller's; PyTorch runs in the caller's environment unchanged, so it loads its own libraries.
 # Environment: OUT, GPU_CHECK_WORK, BUNDLE (default .gpu/bundle.tar.gz), DEADLINE_S, LENET_ITERS,
 #   CIFAR_ITERS, RESNET_ITERS (Cortado's, default 40), RESNET_BATCHES (default "128"; e.g. "128 64"),
+#   MIXED_BATCH (default 256),
 #   LAYER_ITERS (default 10), SANITIZER_FILTER, RACECHECK_FILTER, CORTADO_FLAGS (extra trainer
 #   flags), PYTHON (default python3).
 # Exit status: 0 when every target of the stages run passed, 1 when one failed, 2 on bad usage or a
@@ -62,9 +67,9 @@ while (($#)); do
     quick) QUICK=1 ;;
     --cudnn) (($# >= 2)) || usage_error "--cudnn needs a folder (or 'pytorch')"; CUDNN_DIR=$2; shift ;;
     --cudnn=*) CUDNN_DIR=${1#--cudnn=} ;;
-    small | resnet | layers | tests | bandwidth | sanitizer) stages+=("$1") ;;
+    small | resnet | mixed | layers | tests | bandwidth | sanitizer) stages+=("$1") ;;
     -h | --help) sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "$0"; exit 0 ;;
-    *) usage_error "unknown argument '$1' (quick; stages: small resnet layers tests bandwidth sanitizer;" \
+    *) usage_error "unknown argument '$1' (quick; stages: small resnet mixed layers tests bandwidth sanitizer;" \
                    "--cudnn DIR; --dry-run)" ;;
   esac
   shift
@@ -73,7 +78,7 @@ if ((QUICK)); then
   ((${#stages[@]} == 0)) || usage_error "quick runs its own rows; name no stage with it"
   stages=(small resnet)
 fi
-((${#stages[@]})) || stages=(small resnet layers tests bandwidth sanitizer)
+((${#stages[@]})) || stages=(small resnet mixed layers tests bandwidth sanitizer)
 
 BUNDLE="${BUNDLE:-.gpu/bundle.tar.gz}"
 LENET_ITERS="${LENET_ITERS:-10000}"
@@ -82,6 +87,7 @@ RESNET_ITERS="${RESNET_ITERS:-40}"
 RESNET_BATCHES="${RESNET_BATCHES:-128}"
 ((QUICK)) && RESNET_BATCHES=128
 LAYER_BATCH=128
+MIXED_BATCH="${MIXED_BATCH:-256}"
 LAYER_ITERS="${LAYER_ITERS:-10}"
 DEADLINE_S="${DEADLINE_S:-$( ((QUICK)) && echo 170 || echo 400)}"
 PYTHON="${PYTHON:-python3}"
@@ -106,6 +112,7 @@ T_UNPACK=30 T_CONVERT=20 T_LIBRARIES=20
 T_LENET=(25 20 45 25)                            # Cortado graphs, Cortado eager, PyTorch eager, PyTorch graph
 T_CIFAR=(25 20 35 25)
 T_RESNET=(45 35)                                 # each run of one batch and precision: Cortado, PyTorch
+T_MIXED=(60 45)                                  # each precision at MIXED_BATCH: Cortado, PyTorch
 T_LAYERS=45
 T_TESTS=90
 T_BANDWIDTH=20
@@ -426,6 +433,25 @@ stage_resnet() {
   section_end resnet
 }
 
+stage_mixed() {
+  section "mixed: ResNet-50 training images/s at batch $MIXED_BATCH, bf16 and fp16 with NHWC: Cortado" \
+          "($RESNET_ITERS iterations), PyTorch autocast + channels_last (10 + 30)"
+  local precision id log solver net
+  resnet_net "$MIXED_BATCH"
+  for precision in bf16 fp16; do
+    id="resnet50_b${MIXED_BATCH}_${precision}_nhwc"
+    log="$logs/cortado_$id.log"
+    run_cmd "$log" "${T_MIXED[0]}" cortado "$b/bin/trainer" train --solver="$solver" --precision="$precision" \
+      --layout=nhwc "${cortado_flags[@]}"
+    ((DRY_RUN)) || record_run "$id.cortado" "$(cortado_rate "$log" "$MIXED_BATCH")"
+    log="$logs/pytorch_$id.log"
+    run_cmd "$log" "${T_MIXED[1]}" plain "$PYTHON" scripts/bench/pytorch_reference.py --net resnet50 \
+      --batch "$MIXED_BATCH" --precision "$precision" --warmup 10 --iters 30
+    ((DRY_RUN)) || record_run "$id.pytorch" "$(value_of "$log" img_per_s)"
+  done
+  section_end mixed
+}
+
 # layer_table CSV: trainer time's per-layer CSV as text: the totals, the 15 layers with the most
 # forward + backward time, and the time by layer type. Columns are read from the end of each row
 # (…,layer,type,forward_ms,backward_ms,forward_backward_ms,images_per_s), which a quoted model path
@@ -661,6 +687,19 @@ summary() {
         "$(field "$id.pytorch" 4)" "$target" "$v"
     done
   done
+  for precision in bf16 fp16; do
+    id="resnet50_b${MIXED_BATCH}_${precision}_nhwc"
+    [[ -n $(field "$id.cortado" 2) ]] || continue
+    c=$(cell "$id.cortado") p=$(cell "$id.pytorch") v=FAIL
+    local cm pm
+    cm=$(field "$id.cortado" 4) pm=$(field "$id.pytorch" 4)
+    if is_number "$c" && is_number "$p" && at_most 5000 "$c" && awk -v c="$c" -v p="$p" 'BEGIN { exit !(c >= 1.25 * p) }' &&
+       at_most "$cm" "$pm"; then
+      v=PASS
+    fi
+    row "ResNet-50 b$MIXED_BATCH ${precision} NHWC (img/s)" "$c" "$p" "$(ratio "$c" "$p")" "$cm" "$pm" \
+      ">= 5000, 1.25x, MiB <= PyTorch" "$v"
+  done
   if [[ -n $(field layers 2) ]]; then
     row "ResNet-50 b$LAYER_BATCH, trainer time (ms/step)" "$(cell layers)" - - "$(field layers 4)" - - -
   fi
@@ -716,6 +755,8 @@ if ((DRY_RUN)); then
   ((QUICK)) || note "update over 256 MiB >= 0.80 of the copy's GB/s;"
   note "LeNet with graphs <= 2.0 s; cifar10_quick with graphs <= PyTorch's whole-step graph; ResNet-50 batch 128"
   note ">= PyTorch's img/s in TF32 and in FP32 (goal: TF32 >= 2200 img/s)"
+  ((QUICK)) || note "ResNet-50 batch $MIXED_BATCH in bf16 and fp16 NHWC >= 5000 img/s, >= 1.25x PyTorch's autocast +"
+  ((QUICK)) || note "channels_last, and peak GPU memory <= PyTorch's"
   exit 0
 fi
 echo

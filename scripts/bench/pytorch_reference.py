@@ -13,7 +13,9 @@ torchvision is not needed), the data already on the GPU.
                         in [0, 1000) (as Cortado's bench net fills its DummyData), SGD momentum 0.9,
                         lr 0.01, weight decay 1e-4; --warmup steps (default 10) untimed, then --iters
                         (default 30) timed; --precision fp32 or tf32 (default) for convolutions and
-                        matmuls
+                        matmuls, or bf16 / fp16: automatic mixed precision (torch.autocast) with the
+                        model and batch in channels_last, fp16 with a GradScaler (dynamic loss
+                        scaling), as PyTorch's own performance guide trains
   --mode eager          a plain training loop (cudnn.benchmark on)
   --mode graph          the whole step (the learning rate, forward, backward, update) captured once as
                         a CUDA graph and replayed, the batch copied into the graph's static inputs
@@ -21,7 +23,7 @@ torchvision is not needed), the data already on the GPU.
                         capture: warm-up steps on a side stream, gradients set to None before the
                         capture, backward and the optimizer step inside it
   --precision fp32|tf32 TF32 off or on for cuDNN convolutions and cuBLAS matmuls; without it the
-                        small nets keep PyTorch's defaults
+                        small nets keep PyTorch's defaults (bf16 and fp16: resnet50 only)
   --device cpu          tries the script without a GPU (eager only)
 
 The small nets' SGD is torch.optim.SGD(fused=True) with its learning rates as 1-element tensors on
@@ -175,17 +177,24 @@ def train_resnet50(args, device):
     warmup = 10 if args.warmup is None else args.warmup
     torch.manual_seed(1)
     model = ResNet50().to(device).train()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
     # Drawn once, on the device, as Cortado's bench net (models/resnet/make_train_bench.sh) fills its
     # DummyData once: Gaussian images (never a constant, which can run faster) and valid classes.
     x = torch.randn(batch, 3, 224, 224, device=device)
     y = torch.randint(0, 1000, (batch,), device=device)
+    amp = {"bf16": torch.bfloat16, "fp16": torch.float16}.get(args.precision)
+    if amp is not None:  # mixed precision the way PyTorch recommends it: autocast, channels_last
+        model = model.to(memory_format=torch.channels_last)
+        x = x.contiguous(memory_format=torch.channels_last)
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9, weight_decay=1e-4)
+    scaler = torch.amp.GradScaler("cuda", enabled=amp == torch.float16 and cuda)
 
     def step():
         opt.zero_grad(set_to_none=False)
-        loss = F.cross_entropy(model(x), y)
-        loss.backward()
-        opt.step()
+        with torch.autocast(device.type, dtype=amp or torch.float32, enabled=amp is not None):
+            loss = F.cross_entropy(model(x), y)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
         return loss
 
     params = sum(p.numel() for p in model.parameters())
@@ -229,8 +238,9 @@ def main():
                         help="default: 10000 (lenet), 5000 (cifar10_quick), 30 timed (resnet50)")
     parser.add_argument("--batch", type=int, default=0, help="resnet50 only (default 128)")
     parser.add_argument("--warmup", type=int, default=None, help="untimed steps first (default: 10 for resnet50)")
-    parser.add_argument("--precision", choices=["fp32", "tf32"], default=None,
-                        help="TF32 off or on (default: PyTorch's own settings; tf32 for resnet50)")
+    parser.add_argument("--precision", choices=["fp32", "tf32", "bf16", "fp16"], default=None,
+                        help="TF32 off or on (default: PyTorch's own settings; tf32 for resnet50); resnet50 "
+                             "also bf16 or fp16 (autocast, channels_last)")
     parser.add_argument("--data", default=os.path.join(here, "..", "..", "data", "mnist"))
     parser.add_argument("--device", default="cuda", help="cuda, or cpu to try the script without a GPU")
     args = parser.parse_args()
@@ -240,7 +250,12 @@ def main():
         torch.backends.cudnn.benchmark = True
     if args.net == "resnet50" and args.precision is None:
         args.precision = "tf32"
-    args.precision_set = set_precision(args.precision) if args.precision else "PyTorch's defaults"
+    if args.precision in ("bf16", "fp16") and args.net != "resnet50":
+        sys.exit("--precision bf16 and fp16 are for --net resnet50")
+    if args.precision in ("bf16", "fp16"):  # what autocast leaves in float32 runs in TF32, as Cortado's default
+        args.precision_set = set_precision("tf32") + f", autocast {args.precision}, channels_last"
+    else:
+        args.precision_set = set_precision(args.precision) if args.precision else "PyTorch's defaults"
     if args.net == "resnet50":
         train_resnet50(args, device)
         return

@@ -329,6 +329,16 @@ void Net::WriteLossDiffs() {
     }
 }
 
+std::vector<Net::LossTop> Net::loss_tops() const {
+  std::vector<LossTop> tops;
+  for (size_t i = 0; i < layers_.size(); ++i)
+    for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
+      const float weight = layers_[i]->loss(static_cast<int>(j));
+      if (weight != 0) tops.push_back({top_vecs_[i][j]->diff(), top_vecs_[i][j]->count(), weight});
+    }
+  return tops;
+}
+
 void Net::SetLossScale(float scale) {
   CHECK(initialized_);
   if (scale == loss_scale_) return;

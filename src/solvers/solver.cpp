@@ -249,6 +249,7 @@ void Solver::InitTrainNet() {
   if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
   if (!param_.fuse()) net_param.set_fuse(false);
   if (param_.has_precision()) SetNetPrecision(&net_param, param_.precision());
+  if (param_.has_layout()) net_param.set_layout(param_.layout());
   net_ = std::make_unique<Net>(net_param, ctx_, source);
   bool has_loss = false;
   for (float weight : net_->blob_loss_weights()) has_loss |= weight != 0;
@@ -289,6 +290,8 @@ void Solver::InitTestNets() {
     if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
     if (!param_.fuse()) net_param.set_fuse(false);
     if (param_.has_precision()) SetNetPrecision(&net_param, param_.precision());
+    if (param_.has_layout()) net_param.set_layout(param_.layout());
+  if (param_.has_layout()) net_param.set_layout(param_.layout());
     test_nets_.push_back(std::make_unique<Net>(net_param, ctx_, sources[i].first));
     test_nets_.back()->ShareTrainedLayersWith(net_.get());
   }
@@ -461,6 +464,7 @@ bool Solver::AdvanceIteration() {
 float Solver::smoothed_loss() { return stepper_ ? stepper_->SmoothedLoss() : smoothed_loss_; }
 
 void Solver::CheckGpuDivergence() {
+  if (is_root()) LogGpuSkippedSteps();  // the steps skipped since the last display
   const int first = stepper_->FirstNonFiniteIteration();
   if (first >= 0) StopDiverged(first, stepper_->SmoothedLoss());
 }

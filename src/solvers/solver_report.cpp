@@ -117,12 +117,24 @@ void Solver::LogProgress(double elapsed_s, int iters_done) const {
 
 void Solver::LogGpuUpdate() {
   LOG(INFO) << "Iteration " << iter_ << ", lr = " << stepper_->last_rate();
+  LogGpuSkippedSteps();
   const float clip = param_.clip_gradients();
   if (clip < 0) return;
   const float norm = stepper_->GradientNorm();
   if (norm > clip)
     LOG(INFO) << "Gradient clipping: scaling down gradients (L2 norm " << norm << " > " << clip
               << ") by scale factor " << clip / norm;
+}
+
+// Dynamic loss scaling on a GPU decides on the device; the log says, at each display, what it skipped.
+void Solver::LogGpuSkippedSteps() {
+  if (!stepper_->dynamic_loss_scale()) return;
+  const GpuStepper::LossScaleState s = stepper_->LossScale();
+  if (s.skipped_steps > skipped_steps_)
+    LOG(INFO) << "Iteration " << iter_ << ": " << s.skipped_steps - skipped_steps_ << " step(s) skipped since the "
+              << "last display, a gradient having overflowed (the last at iteration " << s.last_skipped
+              << "); loss scale now " << s.scale;
+  skipped_steps_ = s.skipped_steps;
 }
 
 double Solver::DataWaitSeconds() const {

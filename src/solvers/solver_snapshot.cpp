@@ -103,6 +103,11 @@ std::string Solver::Snapshot() {
   if (net_->loss_scale() != 1.0f || net_->loss_scaling().dynamic || net_->loss_scaling().adaptive) {
     state.set_loss_scale(net_->loss_scale());
     state.set_loss_scale_clean_steps(clean_steps_);
+    if (stepper_ && stepper_->dynamic_loss_scale()) {  // the device keeps a GPU run's scale
+      const GpuStepper::LossScaleState s = stepper_->LossScale();
+      state.set_loss_scale(s.scale);
+      state.set_loss_scale_clean_steps(s.clean_steps);
+    }
   }
   for (const Layer* reader : Readers()) {
     state.add_reader_position(reader->reader_state().position);
@@ -162,6 +167,7 @@ void Solver::Restore(const std::string& path) {
                     state.loss_scale(), "; a loss scale is a positive number (a damaged solver state?)");
     net_->SetLossScale(state.loss_scale());
     clean_steps_ = std::max(state.loss_scale_clean_steps(), 0);
+    if (stepper_) stepper_->SetLossScale(state.loss_scale(), clean_steps_);
   }
   if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
   RestoreRankRng(state, path);

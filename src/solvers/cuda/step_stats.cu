@@ -1,6 +1,7 @@
 // step_stats.cu — a GPU training step's gradient statistics and bookkeeping (step_stats.hpp).
 #include <cub/block/block_reduce.cuh>
 
+#include <algorithm>
 #include <cmath>
 
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_CUDA_CHECK, CORTADO_LAUNCH
@@ -10,7 +11,10 @@ namespace cortado::step_stats {
 
 namespace {
 
-__global__ void SumSquaresKernel(int64_t n, const float* g, float grad_scale, double* partials) {
+// loss_scale: null, or the step's dynamic loss scale (a device float) that g is divided by too.
+__global__ void SumSquaresKernel(int64_t n, const float* g, float grad_scale, const float* loss_scale,
+                                 double* partials) {
+  if (loss_scale != nullptr) grad_scale = grad_scale / *loss_scale;
   double sum = 0;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -25,11 +29,31 @@ __global__ void SumSquaresKernel(int64_t n, const float* g, float grad_scale, do
 }
 
 __global__ void FinishKernel(float clip, int iter_size, int average, const uint64_t* iter_word, float* loss,
-                             float* state) {
+                             float* state, int growth_interval) {
   double sumsq = 0;  // clipping off: not summed (the update kernel checks the gradient's finiteness)
-  if (clip >= 0.0f) {
+  const bool dynamic = growth_interval > 0;
+  if (clip >= 0.0f || dynamic) {
     const double* partials = reinterpret_cast<const double*>(state);
     for (int b = 0; b < kBlocks; ++b) sumsq += partials[b];
+  }
+  bool overflow = false;
+  if (dynamic) {  // as the CPU solver's UnscaleGradients: skip and halve, or count and maybe double
+    const float scale = state[kLossScale];
+    state[kGradFactor] = 1.0f / (static_cast<float>(iter_size) * scale);
+    int* clean = reinterpret_cast<int*>(state + kCleanSteps);
+    overflow = !isfinite(sumsq);
+    reinterpret_cast<int*>(state)[kSkip] = overflow ? 1 : 0;
+    if (overflow) {
+      reinterpret_cast<int*>(state)[kSkippedSteps] += 1;
+      reinterpret_cast<int*>(state)[kLastSkipped] = static_cast<int>(*iter_word);
+      state[kLossScale] = scale * 0.5f;
+      *clean = 0;
+    } else if (++*clean >= growth_interval) {
+      state[kLossScale] = scale * 2.0f;
+      *clean = 0;
+    }
+  }
+  if (clip >= 0.0f) {
     const float norm = static_cast<float>(sqrt(sumsq));
     state[kNorm] = norm;
     state[kClipScale] = norm > clip ? clip / norm : 1.0f;
@@ -43,7 +67,24 @@ __global__ void FinishKernel(float clip, int iter_size, int average, const uint6
   state[kLossRing + *count % average] = step_loss;
   *count += 1;
   int* first = reinterpret_cast<int*>(state + kFirstNonFinite);
-  if (!(isfinite(sumsq) && isfinite(step_loss)) && *first < 0) *first = static_cast<int>(*iter_word);
+  const bool diverged = overflow ? false : !(isfinite(sumsq) && isfinite(step_loss));
+  if (diverged && *first < 0) *first = static_cast<int>(*iter_word);
+}
+
+__global__ void SetLossScaleKernel(float* state, float scale, int clean_steps) {
+  state[kLossScale] = scale;
+  reinterpret_cast<int*>(state)[kCleanSteps] = clean_steps;
+  reinterpret_cast<int*>(state)[kSkippedSteps] = 0;
+  reinterpret_cast<int*>(state)[kSkip] = 0;
+  reinterpret_cast<int*>(state)[kLastSkipped] = -1;
+  state[kGradFactor] = 1.0f;
+}
+
+__global__ void LossDiffKernel(float* diff, int64_t n, float weight, const float* state) {
+  const float value = weight * state[kLossScale];
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    diff[i] = value;
 }
 
 }  // namespace
@@ -58,13 +99,23 @@ void ResetLosses(Context& ctx, float* state) {
 }
 
 void Queue(Context& ctx, int64_t n, const float* g, float grad_scale, float clip, int iter_size, int average,
-           const uint64_t* iter_word, float* loss, float* state) {
+           const uint64_t* iter_word, float* loss, float* state, int growth_interval) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  if (clip >= 0.0f) {  // only clipping reads the norm
+  const bool dynamic = growth_interval > 0;
+  if (clip >= 0.0f || dynamic) {  // clipping reads the norm; dynamic scaling whether it is finite
     CORTADO_LAUNCH(SumSquaresKernel, kBlocks, cuda::kThreads, 0, stream, n, g, grad_scale,
-                   reinterpret_cast<double*>(state));
+                   dynamic ? state + kLossScale : nullptr, reinterpret_cast<double*>(state));
   }
-  CORTADO_LAUNCH(FinishKernel, 1, 1, 0, stream, clip, iter_size, average, iter_word, loss, state);
+  CORTADO_LAUNCH(FinishKernel, 1, 1, 0, stream, clip, iter_size, average, iter_word, loss, state, growth_interval);
+}
+
+void SetLossScale(Context& ctx, float* state, float scale, int clean_steps) {
+  CORTADO_LAUNCH(SetLossScaleKernel, 1, 1, 0, cuda::Stream(ctx), state, scale, clean_steps);
+}
+
+void WriteLossDiff(Context& ctx, float* diff, int64_t n, float weight, const float* state) {
+  const int blocks = static_cast<int>(std::min<int64_t>((n + cuda::kThreads - 1) / cuda::kThreads, 1024));
+  CORTADO_LAUNCH(LossDiffKernel, std::max(blocks, 1), cuda::kThreads, 0, cuda::Stream(ctx), diff, n, weight, state);
 }
 
 }  // namespace cortado::step_stats

@@ -56,7 +56,7 @@ void ForEachTable(const FlatParams& p, float weight_decay, Keep keep, Launch lau
 
 // What an update kernel does besides the rule: the rate and Adam's correction by value, or read from
 // device floats (a captured step's StepInputs); the gradient's processing folded in, in the CPU's
-// order — g·grad_scale (1 / iter_size), g·clip (clip a device float, or null), g + λ·w or λ·sign(w);
+// order — g·grad_scale (1 / iter_size, or a device float under dynamic loss scaling), g·clip (clip a device float, or null), g + λ·w or λ·sign(w);
 // and, when first_nonfinite is set, the record of the first iteration whose g·grad_scale is not finite.
 struct UpdateArgs {
   float rate = 0;
@@ -64,6 +64,8 @@ struct UpdateArgs {
   const float* correction_at = nullptr;
   const float* clip_at = nullptr;
   float grad_scale = 1;
+  const float* grad_scale_at = nullptr;
+  const int* skip_at = nullptr;
   bool decay = false;
   bool l1 = false;
   int* first_nonfinite = nullptr;
@@ -77,9 +79,11 @@ struct UpdateArgs {
 template <UpdateConstants::Kind kind>
 __global__ void UpdateKernel(SegmentTable table, UpdateConstants c, UpdateArgs a, float* __restrict__ w,
                              float* __restrict__ g, float* __restrict__ h0, float* __restrict__ h1) {
+  if (a.skip_at != nullptr && *a.skip_at != 0) return;  // dynamic loss scaling: an overflowed step
   const float rate = a.rate_at != nullptr ? *a.rate_at : a.rate;
   const float correction = a.correction_at != nullptr ? *a.correction_at : c.correction;
   const float clip = a.clip_at != nullptr ? *a.clip_at : 1.0f;
+  const float grad_scale = a.grad_scale_at != nullptr ? *a.grad_scale_at : a.grad_scale;
   for (int s = 0; s < table.size; ++s) {
     const int64_t base = table.offset[s];
     const float alpha = rate * table.lr_mult[s];
@@ -87,7 +91,7 @@ __global__ void UpdateKernel(SegmentTable table, UpdateConstants c, UpdateArgs a
     CORTADO_KERNEL_LOOP(j, table.count[s]) {
       const int64_t i = base + j;
       float gi = g[i];
-      if (a.grad_scale != 1.0f) gi = gi * a.grad_scale;
+      if (grad_scale != 1.0f) gi = gi * grad_scale;
       if (a.first_nonfinite != nullptr && !isfinite(gi))  // −1 until the first one; later ones leave it
         atomicCAS(a.first_nonfinite, -1, static_cast<int>(*a.iteration_at));
       if (a.clip_at != nullptr) gi = gi * clip;
@@ -157,6 +161,8 @@ void gpu_update_fused(Context& ctx, const UpdateConstants& c, FlatParams& params
   args.correction_at = fused.correction;
   args.clip_at = fused.clip_scale;
   args.grad_scale = fused.grad_scale;
+  args.grad_scale_at = fused.grad_scale_at;
+  args.skip_at = fused.skip;
   args.decay = fused.weight_decay != 0.0f;
   args.l1 = fused.l1;
   args.first_nonfinite = fused.first_nonfinite;

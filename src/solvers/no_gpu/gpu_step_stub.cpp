@@ -26,5 +26,7 @@ float GpuStepper::SmoothedLoss() { NoCuda(); }
 float GpuStepper::GradientNorm() { NoCuda(); }
 int GpuStepper::FirstNonFiniteIteration() { NoCuda(); }
 int GpuStepper::PolledNonFiniteIteration() const { NoCuda(); }
+GpuStepper::LossScaleState GpuStepper::LossScale() { NoCuda(); }
+void GpuStepper::SetLossScale(float, int) { NoCuda(); }
 
 }  // namespace cortado
