@@ -39,6 +39,9 @@ std::string CpuInstructionSets();
 std::string BlasKernels();
 // The instruction set oneDNN's code uses here, e.g. "AVX-512 with bfloat16" ("none" without oneDNN).
 std::string OneDnnInstructionSet();
+// Whether oneDNN runs bf16 arithmetic in hardware here (AVX-512 BF16 or AMX): mixed-precision nets
+// then compute their bf16 convolutions with it (convolution.cpp).
+bool OneDnnRunsBf16();
 // Logs one warning when OpenBLAS chose kernels older than the CPU supports (generic or SSE kernels on an
 // AVX2 or AVX-512 CPU): it names the fix (OPENBLAS_CORETYPE=...) and what Cortado does meanwhile.
 // Once per process (later calls return false); returns whether it warned. A CPU net calls it when

@@ -45,9 +45,18 @@ void Net::FuseChains() {
   chain_of_.assign(layers_.size(), -1);
   chains_.clear();
   if (!fuse_) return;
+  // The fused layers compute on float storage: a layer whose blobs are 16-bit (a mixed-precision net's
+  // native layers) joins no chain.
+  auto in_float = [&](int k) {
+    for (const Blob* b : bottom_vecs_[k])
+      if (b->data_type() != DataType::kFloat || b->diff_type() != DataType::kFloat) return false;
+    for (const Blob* b : top_vecs_[k])
+      if (b->data_type() != DataType::kFloat || b->diff_type() != DataType::kFloat) return false;
+    return true;
+  };
   // Layer k reads (as its only bottom) the top layer k − 1 wrote, and that top carries no loss.
   auto follows = [&](int k) {
-    return k < n && bottom_id_vecs_[k].size() == 1 && top_id_vecs_[k].size() == 1 &&
+    return k < n && in_float(k) && bottom_id_vecs_[k].size() == 1 && top_id_vecs_[k].size() == 1 &&
            top_id_vecs_[k - 1].size() == 1 && bottom_id_vecs_[k][0] == top_id_vecs_[k - 1][0] &&
            layers_[k - 1]->loss(0) == 0.0f && layers_[k]->loss(0) == 0.0f;
   };
@@ -58,6 +67,7 @@ void Net::FuseChains() {
     chains_.push_back(std::move(chain));
   };
   for (int i = 0; i < n; ++i) {
+    if (!in_float(i)) continue;
     const bool relu_in_place_next = follows(i + 1) && std::string(layers_[i + 1]->type()) == "ReLU" &&
                                     IsActivation(*layers_[i + 1]) && top_id_vecs_[i + 1][0] == bottom_id_vecs_[i + 1][0];
     if (IsSumOfTwo(*layers_[i], bottom_vecs_[i]) && relu_in_place_next) {

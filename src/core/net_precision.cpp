@@ -7,7 +7,8 @@
 //     and the layers that hand values to the user (their values are labels, probabilities, indices);
 //   - layers that only move values (Split, Flatten, Reshape): their tops keep their bottom's types;
 //   - all others store their tops in the types asked for.
-// A layer computes on the types it supports: where its computation reads another type than its
+// A layer computes on the types it supports (ComputesOn: element-wise layers and Split on any, bf16
+// convolutions where oneDNN runs them): where its computation reads another type than its
 // bottom holds, a Cast converts the bottom first; where it writes another type than its tops are to be
 // stored in, a Cast converts its output. A layer without 16-bit arithmetic of its own thus computes in
 // float between two Casts, and its tops are rounded to 16 bits, as a 16-bit layer's would be.
@@ -49,10 +50,16 @@ bool KeepsFloat(const LayerParameter& layer) {
 
 bool FollowsBottom(const std::string& type) { return type == "Split" || type == "Flatten" || type == "Reshape"; }
 
-// The 16-bit storage types a layer type's own arithmetic reads and writes.
-bool ComputesOn(const std::string& type, Type storage) {
-  if (storage == FLOAT) return true;
-  return type == "Cast" || type == "Flatten" || type == "Reshape";  // conversions and views of any type
+// Whether a layer's own arithmetic reads and writes data of type `data` and diffs of type `diff`.
+bool ComputesOn(const LayerParameter& layer, Type data, Type diff, Device device) {
+  if (data == FLOAT && diff == FLOAT) return true;
+  const std::string& type = layer.type();
+  if (type == "Cast" || type == "Flatten" || type == "Reshape") return true;  // conversions and views of any types
+  if (data != diff) return false;  // the others' 16-bit arithmetic reads and writes one storage type
+  // Element-wise layers whose functors run over any storage type (MapStored), on either device.
+  if (type == "ReLU" || type == "Sigmoid" || type == "TanH" || type == "Split") return true;
+  if (type == "Eltwise") return layer.eltwise_param().operation() == EltwiseParameter::SUM;
+  return data == BFLOAT16 && type == "Convolution" && ConvolutionComputesBf16(layer, device);
 }
 
 // Layers whose every output element depends on the same element of each input: any layout will do.
@@ -158,7 +165,7 @@ NetParameter PlanStorage(const NetParameter& param, Device device, const std::st
       stored.diff = bottom_storage[0].diff;
     }
     Storage computes;
-    if (ComputesOn(in.type(), stored.data) && ComputesOn(in.type(), stored.diff)) computes = stored;
+    if (ComputesOn(in, stored.data, stored.diff, device)) computes = stored;
     computes.layout = NCHW;
     if (ElementWise(in.type()) && !bottom_storage.empty()) {
       computes.layout = bottom_storage[0].layout;

@@ -49,6 +49,7 @@
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "cast_math.hpp"
 #include "channels_last.hpp"
 #include "cpu_engine_choice.hpp"
 #include "conv_geometry.hpp"
@@ -109,6 +110,15 @@ class ConvolutionLayer : public Layer {
     dw_partial_ = AddCallScratch();
     // oneDNN's scratchpads and reordered data matter only inside a call: the net's one workspace region.
     if (ctx_.device() == Device::kCPU) onednn_scratch_ = AddWorkspace();
+    // bf16 (the Net asks only where ConvolutionComputesBf16): the weights' bf16 copy for oneDNN, made
+    // from the float master weights at each forward.
+    bf16_ = bottom[0]->data_type() == DataType::kBFloat16;
+    CORTADO_REQUIRE(!bf16_ || ctx_.device() == Device::kCPU, Describe(), ": bf16 bottoms on the GPU (the Net "
+                    "converts them to float there)");
+    if (bf16_) {
+      weights_bf16_ = AddStepScratch();
+      weights_bf16_->set_types(DataType::kBFloat16, DataType::kBFloat16);
+    }
     if (ctx_.device() == Device::kCPU) RequireOneDnnWhereAsked(p.engine() == ConvolutionParameter::ONEDNN, Describe());
     if (ctx_.device() == Device::kGPU) workspace_ = AddWorkspace();
     if (ctx_.device() == Device::kGPU && p.engine() != ConvolutionParameter::CAFFE) {
@@ -141,6 +151,7 @@ class ConvolutionLayer : public Layer {
     num_ = x.shape(0);
     for (Blob* y : top) y->Reshape({num_, num_output_, geom_.out_h(), geom_.out_w()});
     channels_last_ = bottom[0]->channels_last();
+    if (weights_bf16_) weights_bf16_->ReshapeLike(*blobs_[0]);
     CORTADO_REQUIRE(!channels_last_ || ctx_.device() == Device::kCPU, Describe(),
                     ": channels-last input on the GPU (the Net converts to NCHW there)");
     col_holds_forward_ = false;
@@ -174,7 +185,7 @@ class ConvolutionLayer : public Layer {
 
   const char* chosen_engine() const override {
     if (ctx_.device() == Device::kGPU) return cudnn_ || plan_cudnn_ ? "cudnn" : "im2col";
-    if (channels_last_) return "onednn_nhwc";
+    if (channels_last_ || bf16_) return bf16_ ? (channels_last_ ? "onednn_bf16_nhwc" : "onednn_bf16") : "onednn_nhwc";
     return onednn_ ? (onednn_layout_ == OneDnnLayout::kNative ? "onednn" : "onednn_plain") : "im2col";
   }
 
@@ -203,8 +214,17 @@ class ConvolutionLayer : public Layer {
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* w = blobs_[0]->data();
     const float* bias = bias_term_ ? blobs_[1]->data() : nullptr;
+    if (bf16_) {  // the weights rounded to bf16 (kept for Backward), bf16 activations in and out
+      if (!onednn_) return;  // an empty input
+      cast::CastValues(ctx_, blobs_[0]->count(), {DataType::kBFloat16, DataType::kFloat}, weights_bf16_->raw_data(),
+                       blobs_[0]->data());
+      for (size_t i = 0; i < bottom.size(); ++i)
+        OneDnnConvolutionForward(*onednn_, bottom[i]->raw_data(), weights_bf16_->raw_data(), bias, top[i]->raw_data(),
+                                 onednn_scratch_->data());
+      return;
+    }
+    const float* w = blobs_[0]->data();
     for (size_t i = 0; i < bottom.size(); ++i) {
       if (onednn_) {
         OneDnnConvolutionForward(*onednn_, bottom[i]->data(), w, bias, top[i]->data(), onednn_scratch_->data());
@@ -219,9 +239,19 @@ class ConvolutionLayer : public Layer {
                     const BlobVec& bottom) override {
     const bool need_w = param_propagate_down(0);
     const bool need_b = bias_term_ && param_propagate_down(1);
-    const float* w = blobs_[0]->data();
     float* dw = need_w ? blobs_[0]->diff() : nullptr;
     float* db = need_b ? blobs_[1]->diff() : nullptr;
+    if (bf16_) {  // bf16 x, dy, dx and weights; the float gradients add into the master weights' diffs
+      if (!onednn_) return;
+      for (size_t i = 0; i < top.size(); ++i) {
+        void* dx = propagate_down[i] ? bottom[i]->raw_diff() : nullptr;
+        if (dw || db || dx)
+          OneDnnConvolutionBackward(*onednn_, bottom[i]->raw_data(), weights_bf16_->raw_data(), top[i]->raw_diff(), dw,
+                                    db, dx, onednn_scratch_->data());
+      }
+      return;
+    }
+    const float* w = blobs_[0]->data();
     if (onednn_) {
       for (size_t i = 0; i < top.size(); ++i) {
         float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
@@ -383,13 +413,15 @@ class ConvolutionLayer : public Layer {
   // Sets onednn_ (null for im2col) for the current shape: from the prototxt's engine and the CPU engine
   // setting, timing the candidates when both leave the choice open (cpu_engine_choice.hpp).
   void ChooseCpuEngine() {
-    if (channels_last_) {  // NHWC: oneDNN's channels-last code on Cortado's buffers (the Net asked only where it runs)
+    // NHWC or bf16: oneDNN's code (the Net asked only where it runs), NHWC on Cortado's buffers.
+    if (channels_last_ || bf16_) {
       std::string why;
-      onednn_ = CreateOneDnnConvolution(num_, num_output_, group_, geom_, bias_term_, OneDnnLayout::kPlain, &why,
-                                        OneDnnDataType::kFloat32, true);
-      onednn_layout_ = OneDnnLayout::kPlain;
-      CORTADO_REQUIRE(onednn_ != nullptr || num_ == 0 || channels_ == 0, Describe(),
-                      ": oneDNN has no channels-last convolution for this shape (", why, "); run the net with layout: NCHW");
+      onednn_layout_ = channels_last_ ? OneDnnLayout::kPlain : OneDnnLayout::kNative;
+      onednn_ = CreateOneDnnConvolution(num_, num_output_, group_, geom_, bias_term_, onednn_layout_, &why,
+                                        bf16_ ? OneDnnDataType::kBFloat16 : OneDnnDataType::kFloat32, channels_last_);
+      CORTADO_REQUIRE(onednn_ != nullptr || num_ == 0 || channels_ == 0, Describe(), ": oneDNN has no ",
+                      channels_last_ ? "channels-last " : "", bf16_ ? "bf16 " : "", "convolution for this shape (", why,
+                      "); run the net with layout: NCHW and float");
       return;
     }
     const EngineRule rule = CpuEngineRule(param_.convolution_param(), ctx_.plan_only());
@@ -564,6 +596,8 @@ class ConvolutionLayer : public Layer {
   OneDnnConvolutionPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
   OneDnnLayout onednn_layout_ = OneDnnLayout::kNative;
   bool channels_last_ = false;  // the bottoms and tops are NHWC (Blob::channels_last): oneDNN's nhwc code
+  bool bf16_ = false;              // bf16 bottoms and tops (forward_type BFLOAT16): oneDNN's bf16 code
+  Blob* weights_bf16_ = nullptr;   // bf16: the weights rounded to bf16, from Forward to Backward
   Blob* onednn_scratch_ = nullptr;  // CPU: the oneDNN engine's scratchpads and reordered data (a workspace)
   bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
   Blob* workspace_ = nullptr;       // GPU nets: cuDNN's workspace (empty for the im2col engine)
@@ -578,6 +612,10 @@ bool ConvolutionRunsChannelsLast(const LayerParameter& layer, Device device) {
   const ConvolutionParameter& p = layer.convolution_param();
   return device == Device::kCPU && OneDnnEnabled() && p.axis() == 1 && !p.force_nd_im2col() &&
          p.kernel_size_size() <= 2 && CpuEngineRule(p, false) != EngineRule::kOwn;
+}
+
+bool ConvolutionComputesBf16(const LayerParameter& layer, Device device) {
+  return ConvolutionRunsChannelsLast(layer, device) && OneDnnRunsBf16();
 }
 
 }  // namespace cortado

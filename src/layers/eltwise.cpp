@@ -49,15 +49,22 @@ class EltwiseLayer : public EitherDevice<Layer> {
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
     const int64_t n = top[0]->count();
+    if (op_ == EltwiseParameter::SUM) {
+      const DataType type = top[0]->data_type();
+      void* y = top[0]->raw_data();
+      MapStored(ctx_, n, arithmetic::Scaled{coeff_[0]}, type, y, static_cast<const void*>(bottom[0]->raw_data()));
+      for (size_t k = 1; k < bottom.size(); ++k)
+        MapStored(ctx_, n, eltwise::AddScaled{coeff_[k]}, type, y, static_cast<const void*>(bottom[k]->raw_data()),
+                  static_cast<const void*>(y));
+      return;
+    }
     float* y = top[0]->data();
     switch (op_) {
       case EltwiseParameter::PROD:
         Map(ctx_, n, arithmetic::Product{}, y, bottom[0]->data(), bottom[1]->data());
         for (size_t k = 2; k < bottom.size(); ++k) Map(ctx_, n, arithmetic::Product{}, y, y, bottom[k]->data());
         break;
-      case EltwiseParameter::SUM:
-        Map(ctx_, n, arithmetic::Scaled{coeff_[0]}, y, bottom[0]->data());
-        for (size_t k = 1; k < bottom.size(); ++k) Map(ctx_, n, eltwise::AddScaled{coeff_[k]}, y, bottom[k]->data(), y);
+      case EltwiseParameter::SUM:  // float or 16-bit storage (MapStored): the net's plan gives SUM either
         break;
       case EltwiseParameter::MAX: {
         float* mask = mask_->data();  // index of the winning bottom, stored as a float
@@ -72,6 +79,13 @@ class EltwiseLayer : public EitherDevice<Layer> {
 
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     const int64_t n = top[0]->count();
+    if (op_ == EltwiseParameter::SUM) {  // dx_k = c_k·dy, in the blobs' storage type
+      for (size_t k = 0; k < bottom.size(); ++k)
+        if (propagate_down[k])
+          MapStored(ctx_, n, arithmetic::Scaled{coeff_[k]}, bottom[k]->diff_type(), bottom[k]->raw_diff(),
+                    static_cast<const void*>(top[0]->raw_diff()));
+      return;
+    }
     const float* dy = top[0]->diff();
     for (size_t k = 0; k < bottom.size(); ++k) {
       if (!propagate_down[k]) continue;
@@ -87,8 +101,7 @@ class EltwiseLayer : public EitherDevice<Layer> {
             Map(ctx_, n, arithmetic::Product{}, dx, dx, dy);
           }
           break;
-        case EltwiseParameter::SUM:
-          Map(ctx_, n, arithmetic::Scaled{coeff_[k]}, dx, dy);
+        case EltwiseParameter::SUM:  // above
           break;
         case EltwiseParameter::MAX:
           Map(ctx_, n, eltwise::MaxBackward{static_cast<float>(k)}, dx, mask_->data(), dy);

@@ -1,7 +1,7 @@
 // relu.cpp — ReLU: y = max(0, x) + negative_slope · min(0, x).
 // Backward: dx = dy · (x > 0 ? 1 : negative_slope). Runs in place (top == bottom) as well when
 // negative_slope ≥ 0 (then y > 0 exactly where x > 0); the Net runs a negative slope out of place.
-// The arithmetic is neuron_math.hpp's, on either device.
+// The arithmetic is neuron_math.hpp's, on either device, over float or 16-bit storage (MapStored).
 #include "cortado/layer_registry.hpp"
 #include "neuron_math.hpp"
 
@@ -17,15 +17,15 @@ class ReLULayer : public EitherDevice<NeuronLayer> {
 
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
-    Map(ctx_, bottom[0]->count(), neuron::ReLUForward{param_.relu_param().negative_slope()}, top[0]->data(),
-        bottom[0]->data());
+    MapStored(ctx_, bottom[0]->count(), neuron::ReLUForward{param_.relu_param().negative_slope()},
+              top[0]->data_type(), top[0]->raw_data(), bottom[0]->raw_data());
   }
 
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     // In place, bottom data already holds y; y > 0 exactly where x > 0 (for slope ≥ 0).
-    Map(ctx_, bottom[0]->count(), neuron::ReLUBackward{param_.relu_param().negative_slope()}, bottom[0]->diff(),
-        bottom[0]->data(), top[0]->diff());
+    MapStored(ctx_, bottom[0]->count(), neuron::ReLUBackward{param_.relu_param().negative_slope()},
+              bottom[0]->diff_type(), bottom[0]->raw_diff(), bottom[0]->raw_data(), top[0]->raw_diff());
   }
 };
 

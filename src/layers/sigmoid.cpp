@@ -15,12 +15,14 @@ class SigmoidLayer : public EitherDevice<NeuronLayer> {
 
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
-    Map(ctx_, bottom[0]->count(), neuron::SigmoidForward{}, top[0]->data(), bottom[0]->data());
+    MapStored(ctx_, bottom[0]->count(), neuron::SigmoidForward{}, top[0]->data_type(), top[0]->raw_data(),
+              bottom[0]->raw_data());
   }
 
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    Map(ctx_, top[0]->count(), neuron::SigmoidBackward{}, bottom[0]->diff(), top[0]->data(), top[0]->diff());
+    MapStored(ctx_, top[0]->count(), neuron::SigmoidBackward{}, bottom[0]->diff_type(), bottom[0]->raw_diff(),
+              top[0]->raw_data(), top[0]->raw_diff());
   }
 };
 

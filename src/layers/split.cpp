@@ -4,7 +4,7 @@
 // a later layer writes that top in place); Forward copies only into the tops that have memory of
 // their own. The diffs are always separate, since each branch writes its own.
 // Backward sums the tops' diffs in one pass for the first two (not a copy and an add), on either device
-// (kernels/arithmetic.hpp's Sum).
+// (kernels/arithmetic.hpp's Sum), over float or 16-bit storage.
 #include "cortado/error.hpp"
 #include "cortado/kernels/arithmetic.hpp"
 #include "cortado/layer_registry.hpp"
@@ -31,8 +31,15 @@ class SplitLayer : public EitherDevice<Layer> {
 
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
-    for (Blob* t : top)
-      if (t->data() != bottom[0]->data()) copy_on(ctx_, bottom[0]->count(), bottom[0]->data(), t->data());
+    const Blob& x = *bottom[0];
+    for (Blob* t : top) {
+      if (t->raw_data() == x.raw_data()) continue;  // a view
+      if (x.data_type() == DataType::kFloat) {
+        copy_on(ctx_, x.count(), x.data(), t->data());
+      } else {
+        MapStored(ctx_, x.count(), arithmetic::Scaled{1.0f}, x.data_type(), t->raw_data(), x.raw_data());
+      }
+    }
   }
 
   // dx = dtop_0 + dtop_1 in one pass, then + dtop_k for each further top (the order of the sums of a
@@ -40,13 +47,21 @@ class SplitLayer : public EitherDevice<Layer> {
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const int64_t n = bottom[0]->count();
-    float* dx = bottom[0]->diff();
+    const DataType type = bottom[0]->diff_type();
+    void* dx = bottom[0]->raw_diff();
     if (top.size() == 1) {
-      copy_on(ctx_, n, top[0]->diff(), dx);
+      if (type == DataType::kFloat) {
+        copy_on(ctx_, n, top[0]->diff(), bottom[0]->diff());
+      } else {
+        MapStored(ctx_, n, arithmetic::Scaled{1.0f}, type, dx, static_cast<const void*>(top[0]->raw_diff()));
+      }
       return;
     }
-    Map(ctx_, n, arithmetic::Sum{}, dx, top[0]->diff(), top[1]->diff());
-    for (size_t k = 2; k < top.size(); ++k) Map(ctx_, n, arithmetic::Sum{}, dx, static_cast<const float*>(dx), top[k]->diff());
+    MapStored(ctx_, n, arithmetic::Sum{}, type, dx, static_cast<const void*>(top[0]->raw_diff()),
+              static_cast<const void*>(top[1]->raw_diff()));
+    for (size_t k = 2; k < top.size(); ++k)
+      MapStored(ctx_, n, arithmetic::Sum{}, type, dx, static_cast<const void*>(dx),
+                static_cast<const void*>(top[k]->raw_diff()));
   }
 };
 

@@ -83,7 +83,7 @@ TEST(MixedPrecisionTraining, BatchNormNetInBf16AndFp16EndsWithinHalfAPointOfFloa
   const std::string root = SourceDir();
   for (const char* db : {"/data/fashion_mnist/fashion_train_lmdb/data.mdb", "/data/fashion_mnist/fashion_test_lmdb/data.mdb"})
     ASSERT_TRUE(std::filesystem::exists(root + db)) << root + db << " is missing: scripts/test.sh prepares Fashion-MNIST";
-  constexpr int kIterations = 1500;
+  constexpr int kIterations = 3000;
   const double float_accuracy = TrainedAccuracy(FLOAT, kIterations);
   ASSERT_GT(float_accuracy, 0.85);  // the float run learned: the comparison means something
   EXPECT_NEAR(TrainedAccuracy(BFLOAT16, kIterations), float_accuracy, 0.005);

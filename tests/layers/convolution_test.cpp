@@ -327,8 +327,9 @@ TEST(ConvolutionEngines, OneDnnLayoutsMatchDirectConvolutionAndAccumulate) {
   }
 }
 
-// The engine's primitives take an element type: bf16 storage (what mixed precision will use on CPUs
-// with AVX-512 BF16 or AMX) computes the convolution of the bf16-rounded values, to bf16's precision.
+// The engine's primitives take an element type: bf16 storage (what mixed precision uses on CPUs with
+// AVX-512 BF16 or AMX: bf16 x, y and weights, a float bias) computes the convolution of the
+// bf16-rounded values, to bf16's precision.
 TEST(ConvolutionEngines, OneDnnRunsOnBf16Storage) {
   SKIP_WITHOUT_ONEDNN();
   const auto to_bf16 = [](float f) {  // round to nearest even
@@ -353,16 +354,18 @@ TEST(ConvolutionEngines, OneDnnRunsOnBf16Storage) {
     if (!conv) GTEST_SKIP() << "oneDNN has no bf16 convolution on this CPU: " << why;
     const ConvGeometry g = GeometryOf(k);
     const int64_t x_count = int64_t{k.n} * k.c * k.h * k.w, y_count = int64_t{k.n} * k.m * g.out_size();
-    std::vector<uint16_t> x(x_count), w(int64_t{k.m} * k.c * k.kh * k.kw), b(k.m), y(y_count);
-    for (auto* v : {&x, &w, &b})
+    std::vector<uint16_t> x(x_count), w(int64_t{k.m} * k.c * k.kh * k.kw), y(y_count);
+    for (auto* v : {&x, &w})
       for (uint16_t& e : *v) e = to_bf16(normal(rng));
+    std::vector<float> b(k.m);  // the bias stays float (it is the master copy's)
+    for (float& e : b) e = normal(rng);
     std::vector<double> y_ref(y_count, 0.0);
     ForEachTerm(k, [&](int64_t xi, int64_t wi, int64_t yi) { y_ref[yi] += double(from_bf16(x[xi])) * from_bf16(w[wi]); });
     std::vector<char> scratch(OneDnnConvolutionScratchBytes(*conv) + 64);
     void* s = scratch.data() + (64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64) % 64;
     OneDnnConvolutionForward(*conv, x.data(), w.data(), b.data(), y.data(), s);
     for (int64_t i = 0; i < y_count; ++i) {
-      const double expected = y_ref[i] + from_bf16(b[i / g.out_size() % k.m]);
+      const double expected = y_ref[i] + b[i / g.out_size() % k.m];
       ASSERT_NEAR(from_bf16(y[i]), expected, 1e-2 * (1 + std::abs(expected))) << i;
     }
   }

@@ -1,8 +1,11 @@
 // precision_test.cpp — mixed-precision nets (net_precision.cpp): the storage types NVIDIA Caffe's
 // fields ask for, the Cast layers where types change, and values rounded to 16 bits wherever a blob
-// is stored in 16 bits, forward and backward, checked against the float net rounded by hand.
+// is stored in 16 bits, forward and backward, checked against the float net rounded by hand (the
+// convolution there is engine CAFFE: computed in float between Casts); and the bf16 convolution that
+// oneDNN computes itself, against a convolution of the bf16 values in double.
 #include <cmath>
 
+#include "cortado/cpu_engine.hpp"
 #include "cortado/net.hpp"
 #include "test_util.hpp"
 
@@ -15,7 +18,7 @@ layer { name: "in" type: "Input" top: "data" top: "label"
         input_param { shape { dim: 4 dim: 3 dim: 6 dim: 6 } shape { dim: 4 } } }
 layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1"
         convolution_param { num_output: 5 kernel_size: 3 weight_filler { type: "gaussian" std: 0.3 }
-                            bias_filler { type: "gaussian" std: 0.1 } } }
+                            bias_filler { type: "gaussian" std: 0.1 } engine: CAFFE } }
 layer { name: "relu1" type: "ReLU" bottom: "conv1" top: "conv1" }
 layer { name: "ip" type: "InnerProduct" bottom: "conv1" top: "ip"
         inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.2 } } }
@@ -182,6 +185,119 @@ TEST(Precision, Bf16GradientsAreTheFloatGradientsWithinBf16Rounding) {
   }
   EXPECT_GT(dot / std::sqrt(wide_norm * narrow_norm), 0.999);  // the same direction, up to 16-bit rounding
   EXPECT_NEAR(std::sqrt(narrow_norm / wide_norm), 1.0, 0.02);
+}
+
+// ReLU, Sigmoid, TanH, Split and Eltwise SUM compute on 16-bit storage themselves (their functors over
+// bf16, MapStored): in a bf16 net only the InnerProduct's output needs a Cast, and every value the
+// element-wise layers store is their float result rounded once.
+TEST(Precision, ElementWiseLayersComputeOnBf16StorageWithoutCasts) {
+  NetParameter param = ParseNet(R"(
+default_forward_type: BFLOAT16 default_backward_type: BFLOAT16 force_backward: true
+layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 4 dim: 10 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "x" top: "a" inner_product_param { num_output: 8 weight_filler { type: "gaussian" std: 1 } } }
+layer { name: "relu" type: "ReLU" bottom: "a" top: "a" relu_param { negative_slope: 0.1 } }
+layer { name: "sigmoid" type: "Sigmoid" bottom: "a" top: "s" }
+layer { name: "tanh" type: "TanH" bottom: "a" top: "t" }
+layer { name: "sum" type: "Eltwise" bottom: "s" bottom: "t" top: "u" eltwise_param { operation: SUM coeff: 1 coeff: -2 } }
+)");
+  param.mutable_state()->set_phase(TRAIN);
+  Context ctx(Device::kCPU, 1);
+  Net net(param, ctx);
+  net.KeepReadable({"a", "s", "t", "u"});
+  net.AllocateOwnArena();
+  EXPECT_EQ(CountType(net, "Cast"), 1);  // the InnerProduct's float output into bf16
+  std::mt19937 rng(6);
+  FillGaussian(net.blob_by_name("x"), rng);
+  net.Forward();
+  const std::vector<float> a = net.blob_by_name("a")->ReadData(), sv = net.blob_by_name("s")->ReadData(),
+                           tv = net.blob_by_name("t")->ReadData(), u = net.blob_by_name("u")->ReadData();
+  const double step = std::ldexp(1.0, -8);  // half a bf16 step, relative: one rounding
+  int negative = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    negative += a[i] < 0;
+    const double sigmoid = 1.0 / (1.0 + std::exp(-double(a[i]))), tanh = std::tanh(double(a[i]));
+    ASSERT_EQ(sv[i], RoundedTo(DataType::kBFloat16, sv[i]));
+    ASSERT_NEAR(sv[i], sigmoid, step * std::fabs(sigmoid) + 1e-6) << a[i];
+    ASSERT_NEAR(tv[i], tanh, step * std::fabs(tanh) + 1e-6) << a[i];
+    ASSERT_EQ(u[i], RoundedTo(DataType::kBFloat16, sv[i] - 2 * tv[i]));  // s, then s − 2t rounded once
+  }
+  EXPECT_GT(negative, 0);  // the ReLU's slope was exercised
+  std::vector<float> du(u.size());
+  for (size_t i = 0; i < du.size(); ++i) du[i] = (i % 3 == 0) ? 0.5f : -0.25f;
+  net.blob_by_name("u")->WriteDiff(du);
+  net.Backward();
+  const std::vector<float> ds = net.blob_by_name("s")->ReadDiff(), dt = net.blob_by_name("t")->ReadDiff();
+  for (size_t i = 0; i < du.size(); ++i) {
+    ASSERT_EQ(ds[i], du[i]);
+    ASSERT_EQ(dt[i], -2 * du[i]);
+  }
+}
+
+// Where the CPU runs bf16 in hardware, a bf16 net's convolutions are oneDNN's bf16 ones: bf16 x and
+// weights (the float master weights rounded at each forward), products summed in float, y rounded to
+// bf16; the weight gradient in float from bf16 x and dy, added to the master's diff; dx rounded to bf16.
+TEST(Precision, Bf16ConvolutionComputesOnBf16ValuesWithFloatSums) {
+  if (!OneDnnEnabled() || !OneDnnRunsBf16())
+    GTEST_SKIP() << "oneDNN's bf16 convolutions need a CPU with AVX-512 BF16 or AMX (this one: "
+                 << OneDnnInstructionSet() << ")";
+  NetParameter param = ParseNet(R"(
+default_forward_type: BFLOAT16 default_backward_type: BFLOAT16 force_backward: true
+layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 2 dim: 3 dim: 5 dim: 6 } } }
+layer { name: "conv" type: "Convolution" bottom: "x" top: "y"
+        convolution_param { num_output: 4 kernel_size: 3 pad: 1 weight_filler { type: "gaussian" std: 0.5 }
+                            bias_filler { type: "gaussian" std: 0.5 } } }
+)");
+  param.mutable_state()->set_phase(TRAIN);
+  Context ctx(Device::kCPU, 1);
+  Net net(param, ctx);
+  net.AllocateOwnArena();
+  EXPECT_STREQ(net.layer_by_name("conv")->chosen_engine(), "onednn_bf16");
+  EXPECT_EQ(net.blob_by_name("y")->data_type(), DataType::kBFloat16);
+  std::mt19937 rng(2);
+  FillGaussian(net.blob_by_name("x"), rng);
+  const Blob& w_blob = *net.layer_by_name("conv")->blobs()[0];
+  const Blob& b_blob = *net.layer_by_name("conv")->blobs()[1];
+  std::vector<float> x = net.blob_by_name("x")->ReadData(), w = w_blob.ReadData();
+  for (float& v : x) v = RoundedTo(DataType::kBFloat16, v);
+  for (float& v : w) v = RoundedTo(DataType::kBFloat16, v);
+  const std::vector<float> b = b_blob.ReadData();
+  net.Forward();
+  const std::vector<float> y = net.blob_by_name("y")->ReadData();
+  std::vector<float> dy(y.size());
+  for (size_t i = 0; i < dy.size(); ++i) dy[i] = RoundedTo(DataType::kBFloat16, 0.01f * static_cast<float>(i % 37) - 0.2f);
+  net.blob_by_name("y")->WriteDiff(dy);
+  net.ClearParamDiffs();
+  net.Backward();
+  const std::vector<float> dx = net.blob_by_name("x")->ReadDiff(), dw = w_blob.ReadDiff();
+  // Index helpers over N×C×H×W = 2×3×5×6 (x) and 2×4×5×6 (y), weights 4×3×3×3.
+  auto xi = [](int n, int c, int h, int k) { return ((n * 3 + c) * 5 + h) * 6 + k; };
+  auto yi = [](int n, int o, int h, int k) { return ((n * 4 + o) * 5 + h) * 6 + k; };
+  auto wi = [](int o, int c, int r, int s) { return ((o * 3 + c) * 3 + r) * 3 + s; };
+  const double step = std::ldexp(1.0, -7);  // one bf16 step, relative
+  std::vector<double> dx_ref(x.size(), 0.0), dw_ref(w.size(), 0.0);
+  for (int n = 0; n < 2; ++n)
+    for (int o = 0; o < 4; ++o)
+      for (int h = 0; h < 5; ++h)
+        for (int k = 0; k < 6; ++k) {
+          double sum = b[o];
+          for (int c = 0; c < 3; ++c)
+            for (int r = 0; r < 3; ++r)
+              for (int s = 0; s < 3; ++s) {
+                const int ih = h + r - 1, ik = k + s - 1;
+                if (ih < 0 || ih >= 5 || ik < 0 || ik >= 6) continue;
+                sum += double(w[wi(o, c, r, s)]) * x[xi(n, c, ih, ik)];
+                dw_ref[wi(o, c, r, s)] += double(dy[yi(n, o, h, k)]) * x[xi(n, c, ih, ik)];
+                dx_ref[xi(n, c, ih, ik)] += double(dy[yi(n, o, h, k)]) * w[wi(o, c, r, s)];
+              }
+          const float got = y[yi(n, o, h, k)];
+          ASSERT_EQ(got, RoundedTo(DataType::kBFloat16, got));  // stored in bf16
+          ASSERT_NEAR(got, sum, step * std::max(1.0, std::fabs(sum))) << n << " " << o << " " << h << " " << k;
+        }
+  for (size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(dw[i], dw_ref[i], 1e-4 * std::max(1.0, std::fabs(dw_ref[i]))) << i;
+  for (size_t i = 0; i < dx.size(); ++i) {
+    ASSERT_EQ(dx[i], RoundedTo(DataType::kBFloat16, dx[i])) << i;  // bf16 until its Cast
+    ASSERT_NEAR(dx[i], dx_ref[i], step * std::max(1.0, std::fabs(dx_ref[i]))) << i;
+  }
 }
 
 }  // namespace cortado::test

@@ -213,6 +213,15 @@ void TotalGpu(Context& ctx, int64_t n, float* scratch, const Term& term, const F
 // pointer types of its call: CORTADO_GPU_MAP(ReLUForward, float*, const float*).
 #define CORTADO_GPU_MAP(F, ...) template void MapGpu(Context&, int64_t, F, __VA_ARGS__)
 #define CORTADO_GPU_MAP_CHANNELS(F, ...) template void MapChannelsGpu(Context&, ChannelLayout, F, __VA_ARGS__)
+// MapStored's instantiations: a functor of one or two inputs over each storage type.
+#define CORTADO_GPU_MAP_STORED_1(F)                    \
+  CORTADO_GPU_MAP(F, float*, const float*);          \
+  CORTADO_GPU_MAP(F, BFloat16*, const BFloat16*);    \
+  CORTADO_GPU_MAP(F, Float16*, const Float16*)
+#define CORTADO_GPU_MAP_STORED_2(F)                                    \
+  CORTADO_GPU_MAP(F, float*, const float*, const float*);              \
+  CORTADO_GPU_MAP(F, BFloat16*, const BFloat16*, const BFloat16*);     \
+  CORTADO_GPU_MAP(F, Float16*, const Float16*, const Float16*)
 #define CORTADO_GPU_FOR_EACH(F) template void ForEachGpu(Context&, int64_t, F)
 #define CORTADO_GPU_TOTAL(Term, Finish) \
   template void TotalGpu(Context&, int64_t, float*, const Term&, const Finish&)

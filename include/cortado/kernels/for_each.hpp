@@ -36,6 +36,7 @@
 #pragma once
 
 #include <climits>
+#include <type_traits>
 #include <cstdint>
 #include <utility>
 
@@ -249,6 +250,19 @@ void Map(Context& ctx, int64_t n, F f, T* out, const Ins*... in) {
     MapGpu(ctx, n, f, out, in...);
   } else {
     MapCpu(n, f, out, in...);
+  }
+}
+
+// Map over buffers that all hold `type`, a blob's storage type known at run time (a layer that computes
+// on 16-bit storage: the net's plan gives it bottoms and tops of one type). In a CUDA build each
+// functor is instantiated for the three types (CORTADO_GPU_MAP_STORED_1 / _2, cuda/for_each.cuh).
+template <typename F, typename... In>
+void MapStored(Context& ctx, int64_t n, F f, DataType type, void* out, const In*... in) {
+  static_assert((std::is_void_v<In> && ...), "MapStored takes untyped buffers");
+  switch (type) {
+    case DataType::kFloat: Map(ctx, n, f, static_cast<float*>(out), static_cast<const float*>(in)...); break;
+    case DataType::kBFloat16: Map(ctx, n, f, static_cast<BFloat16*>(out), static_cast<const BFloat16*>(in)...); break;
+    case DataType::kFloat16: Map(ctx, n, f, static_cast<Float16*>(out), static_cast<const Float16*>(in)...); break;
   }
 }
 

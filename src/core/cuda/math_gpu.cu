@@ -40,11 +40,11 @@ __global__ void CountNonFiniteKernel(int64_t n, const float* x, unsigned int* ba
 
 // kernels/arithmetic.hpp's functors on the GPU, for math_gpu.hpp and for the layers that use them.
 CORTADO_GPU_MAP(arithmetic::Constant, float*);
-CORTADO_GPU_MAP(arithmetic::Scaled, float*, const float*);
+CORTADO_GPU_MAP_STORED_1(arithmetic::Scaled);
 CORTADO_GPU_MAP(arithmetic::Axpby, float*, const float*, const float*);
 CORTADO_GPU_MAP(arithmetic::PlusConstant, float*, const float*);
 CORTADO_GPU_MAP(arithmetic::Sign, float*, const float*);
-CORTADO_GPU_MAP(arithmetic::Sum, float*, const float*, const float*);
+CORTADO_GPU_MAP_STORED_2(arithmetic::Sum);
 CORTADO_GPU_MAP(arithmetic::Difference, float*, const float*, const float*);
 CORTADO_GPU_MAP(arithmetic::Product, float*, const float*, const float*);
 CORTADO_GPU_MAP(arithmetic::Quotient, float*, const float*, const float*);

@@ -25,6 +25,12 @@ std::string OneDnnInstructionSet() {
   }
 }
 
+bool OneDnnRunsBf16() {
+  const unsigned isa = static_cast<unsigned>(dnnl_get_effective_cpu_isa());
+  const unsigned bf16 = static_cast<unsigned>(dnnl_cpu_isa_avx512_core_bf16);  // ISA masks include the older ones
+  return (isa & bf16) == bf16;
+}
+
 void OneDnnGemm(Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a, int lda,
                 const float* b, int ldb, float beta, float* c, int ldc) {
   if (m <= 0 || n <= 0) return;

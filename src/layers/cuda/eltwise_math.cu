@@ -7,7 +7,7 @@ namespace cortado {
 
 using namespace eltwise;  // NOLINT: the functors of this family
 
-CORTADO_GPU_MAP(AddScaled, float*, const float*, const float*);
+CORTADO_GPU_MAP_STORED_2(AddScaled);
 CORTADO_GPU_FOR_EACH(MaxStep);
 CORTADO_GPU_MAP(MaxBackward, float*, const float*, const float*);
 CORTADO_GPU_MAP(SumReLU, float*, const float*, const float*);

@@ -10,12 +10,12 @@ namespace cortado {
 
 using namespace neuron;  // NOLINT: the functors of this family
 
-CORTADO_GPU_MAP(ReLUForward, float*, const float*);
-CORTADO_GPU_MAP(ReLUBackward, float*, const float*, const float*);
-CORTADO_GPU_MAP(SigmoidForward, float*, const float*);
-CORTADO_GPU_MAP(SigmoidBackward, float*, const float*, const float*);
-CORTADO_GPU_MAP(TanHForward, float*, const float*);
-CORTADO_GPU_MAP(TanHBackward, float*, const float*, const float*);
+CORTADO_GPU_MAP_STORED_1(ReLUForward);
+CORTADO_GPU_MAP_STORED_2(ReLUBackward);
+CORTADO_GPU_MAP_STORED_1(SigmoidForward);
+CORTADO_GPU_MAP_STORED_2(SigmoidBackward);
+CORTADO_GPU_MAP_STORED_1(TanHForward);
+CORTADO_GPU_MAP_STORED_2(TanHBackward);
 CORTADO_GPU_MAP(AbsValForward, float*, const float*);
 CORTADO_GPU_MAP(AbsValBackward, float*, const float*, const float*);
 CORTADO_GPU_MAP(BNLLForward, float*, const float*);

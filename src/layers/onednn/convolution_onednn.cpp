@@ -1,6 +1,7 @@
 // convolution_onednn.cpp — Convolution with oneDNN's primitives (onednn_engine.hpp).
 //
-// Created once per shape: forward (training), backward data and backward weights (with the bias),
+// Created once per shape: forward (training), backward data and backward weights (with the bias), in
+// f32 or bf16 (bf16 activations and weights, f32 bias and parameter gradients),
 // their scratchpads supplied by the caller (scratchpad_mode::user). With the native layout, x, y, the
 // weights and the gradients are reordered between Cortado's NCHW / OIHW buffers and oneDNN's blocked
 // ones through regions of the caller's scratch. Cortado's parameter gradients accumulate (iter_size,
@@ -109,13 +110,18 @@ OneDnnConvolutionPtr CreateOneDnnConvolution(int num, int num_output, int group,
       b_dims{num_output};
   const Dims w_dims = group == 1 ? Dims{num_output, g.channels, g.kernel_h, g.kernel_w}
                                  : Dims{group, num_output / group, g.channels / group, g.kernel_h, g.kernel_w};
+  // bf16: x, y, the weights and dx, dy in bf16; the bias and the parameter gradients stay f32 (they add
+  // into Cortado's float master copies).
+  const auto f32 = memory::data_type::f32;
   const Tag image = channels_last ? Tag::nhwc : Tag::nchw;
+  const Tag weights = group == 1 ? Tag::oihw : Tag::goihw;
   const memory::desc x_plain(x_dims, element, image), y_plain(y_dims, element, image),
-      w_plain(w_dims, element, group == 1 ? Tag::oihw : Tag::goihw), b_plain(b_dims, element, Tag::x);
+      w_plain(w_dims, element, weights), dw_plain(w_dims, f32, weights), b_plain(b_dims, f32, Tag::x);
   const bool native = layout == OneDnnLayout::kNative;
   const memory::desc x_want = native ? memory::desc(x_dims, element, Tag::any) : x_plain;
   const memory::desc y_want = native ? memory::desc(y_dims, element, Tag::any) : y_plain;
   const memory::desc w_want = native ? memory::desc(w_dims, element, Tag::any) : w_plain;
+  const memory::desc dw_want = native ? memory::desc(w_dims, f32, Tag::any) : dw_plain;
   const memory::desc b_want = bias ? b_plain : memory::desc();
   const Dims strides{g.stride_h, g.stride_w}, dilates{g.dilation_h - 1, g.dilation_w - 1}, pad{g.pad_h, g.pad_w};
   const auto direct = dnnl::algorithm::convolution_direct;
@@ -129,7 +135,7 @@ OneDnnConvolutionPtr CreateOneDnnConvolution(int num, int num_output, int group,
         dnnl::convolution_backward_data::desc(direct, x_want, w_want, y_want, strides, dilates, pad, pad), attr,
         Engine(), fwd);
     const dnnl::convolution_backward_weights::primitive_desc bwd_weights(
-        dnnl::convolution_backward_weights::desc(direct, x_want, w_want, b_want, y_want, strides, dilates, pad, pad),
+        dnnl::convolution_backward_weights::desc(direct, x_want, dw_want, b_want, y_want, strides, dilates, pad, pad),
         attr, Engine(), fwd);
     OneDnnConvolutionPtr conv(new OneDnnConvolution, [](OneDnnConvolution* c) { delete c; });
     OneDnnConvolution& c = *conv;
@@ -167,7 +173,7 @@ OneDnnConvolutionPtr CreateOneDnnConvolution(int num, int num_output, int group,
     offset += Aligned(bwd_weights.scratchpad_desc().get_size());
     c.wx = MakeOperand(x_plain, bwd_weights.src_desc(), &offset, true, false);
     c.wdy = MakeOperand(y_plain, bwd_weights.diff_dst_desc(), &offset, true, false);
-    c.wdw = MakeOperand(w_plain, bwd_weights.diff_weights_desc(), &offset, false, true, true, true);
+    c.wdw = MakeOperand(dw_plain, bwd_weights.diff_weights_desc(), &offset, false, true, true, true);
     c.backward_weights_args = {{DNNL_ARG_SRC, c.wx.native}, {DNNL_ARG_DIFF_DST, c.wdy.native},
                                {DNNL_ARG_DIFF_WEIGHTS, c.wdw.native},
                                {DNNL_ARG_SCRATCHPAD, c.backward_weights_scratchpad}};
