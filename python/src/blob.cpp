@@ -1,5 +1,8 @@
 // blob.cpp — cortado.Blob: pycaffe's Blob (shape, count, num/channels/height/width, reshape, and the
-// data and diff as writable float32 numpy arrays that the net reads and writes).
+// data and diff as writable float32 numpy arrays that the net reads and writes; a mixed-precision net's
+// 16-bit blob as a read-only float32 copy).
+#include <algorithm>
+
 #include "binding.hpp"
 #include "cortado/error.hpp"
 
@@ -57,9 +60,17 @@ py::object Holding(std::shared_ptr<void> keepalive) {
 
 py::array PyBlob::Values(py::object self, bool diff) const {
   Blob& blob = get();
-  float* values = diff ? blob.diff() : blob.data();
+  if ((diff ? blob.diff_type() : blob.data_type()) != DataType::kFloat && (diff ? blob.raw_diff() : blob.raw_data())) {
+    // A mixed-precision net's 16-bit blob: its values as float32, a read-only copy.
+    const std::vector<float> copy = diff ? blob.ReadDiff() : blob.ReadData();
+    py::array_t<float> values(std::vector<py::ssize_t>(blob.shape().begin(), blob.shape().end()));
+    std::copy(copy.begin(), copy.end(), values.mutable_data());
+    values.attr("flags").attr("writeable") = false;
+    return std::move(values);
+  }
+  float* values = diff ? (blob.raw_diff() ? blob.diff() : nullptr) : (blob.raw_data() ? blob.data() : nullptr);
   if (blob.count() == 0) return py::array_t<float>(std::vector<py::ssize_t>(blob.shape().begin(), blob.shape().end()));
-  if (values == nullptr && (diff || blob.data() == nullptr)) {
+  if (values == nullptr && (diff || blob.raw_data() == nullptr)) {
     // A blob nobody differentiates (a TEST net without force_backward), or one whose memory is not
     // planned yet (a Python layer's setup, where its shape is what counts): zeros, read-only.
     py::array_t<float> zeros(std::vector<py::ssize_t>(blob.shape().begin(), blob.shape().end()));
@@ -89,7 +100,7 @@ void PyBlob::Reshape(const std::vector<int>& shape) {
   Blob& blob = get();
   int64_t count = 1;
   for (int d : shape) count *= d;
-  CORTADO_REQUIRE(blob.data() == nullptr || count <= blob.capacity(), "reshape to ", count, " values: the blob "
+  CORTADO_REQUIRE(blob.raw_data() == nullptr || count <= blob.capacity(), "reshape to ", count, " values: the blob "
                   "was planned for ", blob.capacity(), "; only a net's inputs (Input layers) grow (the net is "
                   "planned again)");
   blob.Reshape(shape);

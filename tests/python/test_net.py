@@ -253,3 +253,23 @@ def test_memory_data_set_input_arrays(tmp_path, mode):
         np.testing.assert_array_equal(net.blobs['label'].data.ravel(), labels[2 * batch:2 * batch + 2])
     with pytest.raises(cortado.CortadoError, match='multiple'):
         net.set_input_arrays(data[:3], labels[:3])
+
+
+def test_a_bf16_net_reads_as_float32(tmp_path, mode):
+    """A mixed-precision net (default_forward_type: BFLOAT16): its 16-bit blobs read as read-only
+    float32 copies holding bf16 values, and its outputs are the float net's within bf16 rounding."""
+    from conftest import TINY
+    wide = cortado.Net(str(write_text(tmp_path, 'wide.prototxt', TINY)), cortado.TEST)
+    narrow = cortado.Net(str(write_text(tmp_path, 'narrow.prototxt',
+                                        'default_forward_type: BFLOAT16 default_backward_type: BFLOAT16\n' + TINY)),
+                         cortado.TEST)
+    narrow.params['ip'][0].data[...] = wide.params['ip'][0].data
+    x = np.random.RandomState(3).randn(2, 3).astype(np.float32)
+    expected = wide.forward(data=x)['prob']
+    got = narrow.forward(data=x)['prob']
+    np.testing.assert_allclose(got, expected, rtol=2e-2, atol=1e-3)
+    relu = narrow.blobs['relu'].data
+    assert relu.dtype == np.float32 and not relu.flags.writeable
+    # bf16 values: the low 16 bits of each float32 are zero.
+    assert not np.any(relu.view(np.uint32) & 0xFFFF)
+    np.testing.assert_allclose(relu, wide.blobs['relu'].data, rtol=1e-2, atol=1e-2)
