@@ -11,9 +11,11 @@
 // and BatchNorm scale_bias.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <map>
 
+#include "cortado/image.hpp"  // BuiltWithImageSupport
 #include "cortado/io.hpp"
 #include "cortado/net.hpp"
 #include "cortado/solver.hpp"
@@ -108,6 +110,24 @@ NetParameter LoadNet(const std::string& relative, const std::string& dir, Phase 
   return param;
 }
 
+// Whether a net's data layers resize or stretch their images (NVIDIA's fp16 nets), which a build
+// without OpenCV refuses at set-up.
+bool ResizesImages(const std::string& relative) {
+  NetParameter param;
+  ReadProtoFromTextFile(SourceDir() + "/tests/compat/caffe-models/" + relative, &param);
+  for (const LayerParameter& layer : param.layer()) {
+    const TransformationParameter& t = layer.transform_param();
+    if (t.img_rand_resize_lower() > 0 || t.img_rand_resize_upper() > 0 || t.has_vertical_stretch_lower() ||
+        t.has_vertical_stretch_upper() || t.has_horizontal_stretch_lower() || t.has_horizontal_stretch_upper())
+      return true;
+  }
+  return false;
+}
+
+#define SKIP_IF_IT_RESIZES_WITHOUT_OPENCV(relative)                                                          \
+  if (ResizesImages(relative) && !BuiltWithImageSupport())                                                 \
+  GTEST_SKIP() << relative << " resizes its images, which needs a build with OpenCV (libopencv-dev)"
+
 bool IsDeploy(const NetParameter& param) {
   for (const LayerParameter& layer : param.layer())
     if (layer.has_data_param()) return false;
@@ -136,6 +156,7 @@ void ForwardBackward(Net& net, bool trains) {
 class CaffeModelRuns : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CaffeModelRuns, BuildsAndRunsForwardBackwardOnTheCpu) {
+  SKIP_IF_IT_RESIZES_WITHOUT_OPENCV(GetParam());
   const std::string dir = TempDir();
   for (Phase phase : {TRAIN, TEST}) {
     SCOPED_TRACE(phase == TRAIN ? "TRAIN" : "TEST");
@@ -187,6 +208,7 @@ std::vector<std::vector<float>> DeployGradients(NetParameter param, bool reuse) 
 }
 
 TEST_P(CaffeModelRuns, MemoryReuseOnAndOffGiveTheSameBytes) {
+  SKIP_IF_IT_RESIZES_WITHOUT_OPENCV(GetParam());
   const NetParameter param = LoadNet(GetParam(), TempDir(), TRAIN);
   if (IsDeploy(param)) {
     EXPECT_TRUE(DeployGradients(param, true) == DeployGradients(param, false));
@@ -203,6 +225,7 @@ TEST_P(CaffeModelRuns, MemoryReuseOnAndOffGiveTheSameBytes) {
 // in strict FP32 (element by element) and once with TF32 where the GPU has it (in norm).
 TEST_P(CaffeModelRuns, RunsOnTheGpuAndTestNetsMatchTheCpu) {
   SKIP_WITHOUT_GPU();
+  SKIP_IF_IT_RESIZES_WITHOUT_OPENCV(GetParam());
   const std::string dir = TempDir();
   for (Phase phase : {TRAIN, TEST}) {
     SCOPED_TRACE(phase == TRAIN ? "TRAIN" : "TEST");
@@ -249,6 +272,10 @@ TEST(NvidiaFp16Nets, TrainWithTheirPrecisionLossScaleAndBatchNormScaleBias) {
   for (const std::string model : {"resnet50", "resnet18", "bvlc_alexnet", "bvlc_googlenet"}) {
     SCOPED_TRACE(model);
     const std::string file = "nvidia/" + model + "/train_val_fp16.prototxt";
+    if (ResizesImages(file) && !BuiltWithImageSupport()) {
+      std::printf("%s: skipped, it resizes its images, which needs a build with OpenCV\n", file.c_str());
+      continue;
+    }
     SolverParameter param;
     ReadProtoFromTextString("base_lr: 0.001 momentum: 0.9 lr_policy: 'fixed' max_iter: 2 random_seed: 3 display: 0 "
                             "solver_mode: CPU snapshot_after_train: false",
