@@ -165,7 +165,12 @@ fuzz_one() {  # fuzz_one HARNESS: fuzzes it; its log is build-fuzz/logs/HARNESS.
   fi
   local fixed=()
   # shellcheck disable=SC2206  # the fixed-process commands are plain words
-  [[ -n "$FIXED_NAMESPACE" ]] && fixed+=($FIXED_NAMESPACE bash -c '"$@"; exit $?' "$harness")
+  # In its namespace each harness also gets a /dev/shm of its own: the OpenMP runtime (libomp) registers
+  # itself in a shared-memory file named after the process id and the user, and two harnesses started
+  # together, each pid 2 with the same addresses, could take each other's file for a second OpenMP
+  # runtime in their own process and abort ("OMP: Error #15"; 7 of 20 simultaneous starts without it).
+  [[ -n "$FIXED_NAMESPACE" ]] &&
+    fixed+=($FIXED_NAMESPACE bash -c 'mount -t tmpfs -o size=16m,mode=1777 shm /dev/shm 2>/dev/null; "$@"; exit $?' "$harness")
   fixed+=(env -i PATH=/usr/local/bin:/usr/bin:/bin "ASAN_OPTIONS=$ASAN_OPTIONS" "UBSAN_OPTIONS=$UBSAN_OPTIONS"
     "LSAN_OPTIONS=suppressions=$RUNS_ROOT/lsan.supp:print_suppressions=0")
   # shellcheck disable=SC2206
