@@ -225,6 +225,12 @@ double LastLoggedValue(const std::string& log, const std::string& name, const st
   return value;
 }
 
+int CountLayers(const Net& net, const std::string& type) {
+  int n = 0;
+  for (const auto& layer : net.layers()) n += type == layer->type();
+  return n;
+}
+
 void FillLinearFit(Net* net) {
   const float w[2][4] = {{0.5f, -1.0f, 0.25f, 2.0f}, {-0.75f, 0.5f, 1.5f, -0.5f}};
   std::mt19937 same(77);

@@ -93,6 +93,8 @@ void FillGaussian(Blob* blob, std::mt19937& rng, float mean = 0.0f, float std = 
 // The solver tests' regression: blob "x" (8×4) Gaussian from a generator seeded 77, and "y" (8×2) =
 // x·Wᵀ for a fixed W, a fit an InnerProduct can reach exactly; on either device.
 void FillLinearFit(Net* net);
+// How many of a net's layers have this type ("Cast", "Split", ...).
+int CountLayers(const Net& net, const std::string& type);
 void FillUniform(Blob* blob, std::mt19937& rng, float lo, float hi);
 
 // Gives a whole net weights of a trained net's scale, so that a hundred layers neither vanish nor

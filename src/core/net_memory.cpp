@@ -322,11 +322,7 @@ void Net::Initialize() {
 
 // The backward pass starts from loss weight × loss scale in each loss top's diff.
 void Net::WriteLossDiffs() {
-  for (size_t i = 0; i < layers_.size(); ++i)
-    for (size_t j = 0; j < top_vecs_[i].size(); ++j) {
-      const float weight = layers_[i]->loss(static_cast<int>(j));
-      if (weight != 0) SetValues(top_vecs_[i][j]->count(), weight * loss_scale_, top_vecs_[i][j]->diff());
-    }
+  for (const LossTop& top : loss_tops()) SetValues(top.count, top.weight * loss_scale_, top.diff);
 }
 
 std::vector<Net::LossTop> Net::loss_tops() const {

@@ -68,6 +68,15 @@ std::vector<float> BottomValues(const GpuCompareOptions& options, int b, int64_t
   return values;
 }
 
+// A top's gradient for Backward: standard Gaussian (loss tops are not given one: they keep their
+// weight as the gradient).
+std::vector<float> TopDiffValues(int64_t count, std::mt19937& rng) {
+  std::vector<float> values(static_cast<size_t>(count));
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  for (float& v : values) v = normal(rng);
+  return values;
+}
+
 bool IsLabelBottom(const GpuCompareOptions& options, int b) {
   for (const auto& entry : options.label_bottoms)
     if (entry.first == b) return true;
@@ -87,13 +96,8 @@ ComparedRun RunForComparison(LayerFixture& fixture, const GpuCompareOptions& opt
   for (int t = 0; t < num_tops; ++t) run.tops.push_back(fixture.top(t).ReadData());
   if (!options.check_backward) return run;
 
-  for (int t = 0; t < num_tops; ++t) {
-    if (fixture.layer().loss(t) != 0) continue;  // loss tops keep their weight as the gradient
-    std::vector<float> diff(static_cast<size_t>(fixture.top(t).count()));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float& v : diff) v = normal(rng);
-    fixture.top(t).WriteDiff(diff);
-  }
+  for (int t = 0; t < num_tops; ++t)
+    if (fixture.layer().loss(t) == 0) fixture.top(t).WriteDiff(TopDiffValues(fixture.top(t).count(), rng));
   fixture.Backward();
   for (int b = 0; b < num_bottoms; ++b) {
     if (IsLabelBottom(options, b) || !fixture.bottom(b).has_diff()) {
@@ -193,12 +197,8 @@ ComparedRun RunInTypedNet(const std::string& layer_text, const std::vector<std::
   for (int t = 0; t < num_tops; ++t) run.tops.push_back(typed.blob_by_name("top" + std::to_string(t))->ReadData());
   if (!options.check_backward) return run;
   for (int t = 0; t < num_tops; ++t) {
-    if (row.loss(t) != 0) continue;  // loss tops keep their weight as the gradient
     Blob* top = typed.blob_by_name("top" + std::to_string(t));
-    std::vector<float> diff(static_cast<size_t>(top->count()));
-    std::normal_distribution<float> normal(0.0f, 1.0f);
-    for (float& v : diff) v = normal(rng);
-    top->WriteDiff(diff);
+    if (row.loss(t) == 0) top->WriteDiff(TopDiffValues(top->count(), rng));
   }
   typed.ClearParamDiffs();
   typed.Backward();

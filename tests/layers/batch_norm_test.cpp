@@ -200,6 +200,23 @@ TEST(BatchNorm, UseGlobalStatsOverridesThePhase) {
   ExpectValues(*test_batch.layer().blobs()[2], {1}, 0, "weight updated");
 }
 
+namespace {
+
+// The gradient of x through a BatchNorm on stored statistics (mean sums, variance sums, weight 2 over
+// 3 channels): a fixed affine map per channel; the statistics blobs have none.
+void CheckGlobalStatisticsGradient(const std::string& layer_text) {
+  LayerFixture f(layer_text, {{2, 3, 2, 2}});
+  Set(*f.layer().blobs()[0], {1, -2, 0.5f});
+  Set(*f.layer().blobs()[1], {4, 0.5f, 2});
+  Set(*f.layer().blobs()[2], {2});
+  f.FillBottoms();
+  GradientCheckOptions options;
+  options.check_params = false;
+  CheckGradient(f, options);
+}
+
+}  // namespace
+
 TEST(BatchNorm, GradientCheck) {
   // Batch statistics: every output depends on every input of its channel. The running sums change on
   // each forward but do not enter the output, so central differences see only the batch.
@@ -211,14 +228,7 @@ TEST(BatchNorm, GradientCheck) {
     CheckGradient(f, options);
   }
   // Global statistics: a fixed affine map per channel.
-  LayerFixture f("type: 'BatchNorm' phase: TEST", {{2, 3, 2, 2}});
-  Set(*f.layer().blobs()[0], {1, -2, 0.5f});
-  Set(*f.layer().blobs()[1], {4, 0.5f, 2});
-  Set(*f.layer().blobs()[2], {2});
-  f.FillBottoms();
-  GradientCheckOptions options;
-  options.check_params = false;
-  CheckGradient(f, options);
+  CheckGlobalStatisticsGradient("type: 'BatchNorm' phase: TEST");
 }
 
 TEST(BatchNorm, RunsInPlace) {
@@ -375,14 +385,7 @@ TEST(BatchNorm, ScaleBiasGradientCheck) {
     CheckGradient(f);
   }
   // Global statistics: x (γ's and β's gradients there: ScaleBiasIsBatchNormThenScale).
-  LayerFixture f("phase: TEST " + text, {{2, 3, 2, 2}});
-  Set(*f.layer().blobs()[0], {1, -2, 0.5f});
-  Set(*f.layer().blobs()[1], {4, 0.5f, 2});
-  Set(*f.layer().blobs()[2], {2});
-  f.FillBottoms();
-  GradientCheckOptions options;
-  options.check_params = false;
-  CheckGradient(f, options);
+  CheckGlobalStatisticsGradient("phase: TEST " + text);
 }
 
 TEST(BatchNorm, ScaleBiasRunsInPlace) {

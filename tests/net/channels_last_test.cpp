@@ -38,12 +38,6 @@ void FillInputs(Net* net) {
   net->blob_by_name("label")->WriteData({0, 2, 1, 2});
 }
 
-int Casts(const Net& net) {
-  int n = 0;
-  for (const auto& layer : net.layers()) n += std::string(layer->type()) == "Cast";
-  return n;
-}
-
 }  // namespace
 
 TEST(ChannelsLast, CastTransposesBothWaysAndConvertsTypes) {
@@ -85,9 +79,9 @@ TEST(ChannelsLast, NhwcNetComputesChannelsLastWhereItCanAndCastsElsewhere) {
   for (const char* blob : {"data", "pool", "ip"}) EXPECT_FALSE(net.blob_by_name(blob)->channels_last()) << blob;
   EXPECT_STREQ(net.layer_by_name("conv1")->chosen_engine(), "onednn_nhwc");
   // data → NHWC before conv1, conv2 → NCHW before the pooling: the chains between run channels-last.
-  EXPECT_EQ(Casts(net), 2);
+  EXPECT_EQ(CountLayers(net, "Cast"), 2);
   Net plain(ParseNet(kNet), ctx);
-  EXPECT_EQ(Casts(plain), 0);
+  EXPECT_EQ(CountLayers(plain, "Cast"), 0);
 }
 
 // Ten SGD steps with momentum from the same weights and inputs: every weight the same within float

@@ -53,18 +53,12 @@ void FillAlike(Net& a, Net& b) {
       b.layer_by_name(layer)->blobs()[k]->WriteData(a.layer_by_name(layer)->blobs()[k]->ReadData());
 }
 
-int CountType(const Net& net, const std::string& type) {
-  int n = 0;
-  for (const auto& layer : net.layers()) n += std::string(layer->type()) == type;
-  return n;
-}
-
 }  // namespace
 
 TEST(Precision, AFloatNetIsLeftAsItIs) {
   auto built = Build("");
   EXPECT_FALSE(built->net->mixed_precision());
-  EXPECT_EQ(CountType(*built->net, "Cast"), 0);
+  EXPECT_EQ(CountLayers(*built->net, "Cast"), 0);
   NetParameter saved;
   built->net->ToProto(&saved);
   for (const LayerParameter& layer : saved.layer()) EXPECT_FALSE(layer.has_forward_type()) << layer.name();
@@ -74,7 +68,7 @@ TEST(Precision, Bf16NetStoresTheLayersTopsIn16BitsAndKeepsTheLossFloat) {
   auto built = Build("default_forward_type: BFLOAT16 default_backward_type: BFLOAT16");
   Net& net = *built->net;
   EXPECT_TRUE(net.mixed_precision());
-  EXPECT_GT(CountType(net, "Cast"), 0);
+  EXPECT_GT(CountLayers(net, "Cast"), 0);
   for (const char* blob : {"conv1", "ip"}) {
     EXPECT_EQ(net.blob_by_name(blob)->data_type(), DataType::kBFloat16) << blob;
     EXPECT_EQ(net.blob_by_name(blob)->diff_type(), DataType::kBFloat16) << blob;
@@ -205,7 +199,7 @@ layer { name: "sum" type: "Eltwise" bottom: "s" bottom: "t" top: "u" eltwise_par
   Net net(param, ctx);
   net.KeepReadable({"a", "s", "t", "u"});
   net.AllocateOwnArena();
-  EXPECT_EQ(CountType(net, "Cast"), 1);  // the InnerProduct's float output into bf16
+  EXPECT_EQ(CountLayers(net, "Cast"), 1);  // the InnerProduct's float output into bf16
   std::mt19937 rng(6);
   FillGaussian(net.blob_by_name("x"), rng);
   net.Forward();

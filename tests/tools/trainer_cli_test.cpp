@@ -39,6 +39,20 @@ std::string WriteSolver(const std::string& dir, const std::string& extra) {
   return path;
 }
 
+// A convolution, then BatchNorm → Scale → ReLU in place (a chain the net fuses), an InnerProduct and a loss.
+const char* kBatchNormNet = R"(name: "bn"
+layer { name: "data" type: "DummyData" top: "data" top: "label"
+        dummy_data_param { data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 }
+                           shape { dim: 4 dim: 3 dim: 8 dim: 8 } shape { dim: 4 } } }
+layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
+        convolution_param { num_output: 4 kernel_size: 3 bias_term: false weight_filler { type: "msra" } } }
+layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
+layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
+layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
+layer { name: "ip" type: "InnerProduct" bottom: "conv" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
+layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
+)";
+
 // What a command printed on stdout.
 std::string StdoutOf(const std::string& command, int* exit_code) {
   const std::string out = NewTempDir() + "/stdout.txt";
@@ -296,18 +310,7 @@ TEST(TrainerCli, PlanOnlyPrintsThePlanAndTheLargestBatchThatFits) {
 TEST(TrainerCli, FuseFlagAndFieldTurnTheFusedChainsOff) {
   const std::string dir = NewTempDir();
   const std::string net = dir + "/bn.prototxt";
-  WriteFile(net, R"(name: "bn"
-layer { name: "data" type: "DummyData" top: "data" top: "label"
-        dummy_data_param { data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 }
-                           shape { dim: 4 dim: 3 dim: 8 dim: 8 } shape { dim: 4 } } }
-layer { name: "conv" type: "Convolution" bottom: "data" top: "conv"
-        convolution_param { num_output: 4 kernel_size: 3 bias_term: false weight_filler { type: "msra" } } }
-layer { name: "bn" type: "BatchNorm" bottom: "conv" top: "conv" }
-layer { name: "scale" type: "Scale" bottom: "conv" top: "conv" scale_param { bias_term: true } }
-layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
-layer { name: "ip" type: "InnerProduct" bottom: "conv" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
-)");
+  WriteFile(net, kBatchNormNet);
   const std::string fused = "1 chain(s) of layers run fused, each as one layer (fuse: false runs them one by one): "
                             "bn+scale+relu";
   const std::string time = ToolPath("trainer") + " time --model=" + net + " --iterations=1";
@@ -361,20 +364,12 @@ TEST(TrainerCli, PrecisionFlagStoresIn16BitsAndFp16LogsSkippedSteps) {
   EXPECT_NE(LastLine(bad.err).find("--precision=fp8: give fp32, bf16 or fp16"), std::string::npos) << bad.err;
 }
 
-// --layout=nhwc runs channels-last the layers that can (here BatchNorm and ReLU; the InnerProduct reads
-// NCHW, so Casts transpose around them).
+// --layout=nhwc runs channels-last the layers that can (the chain from the convolution to the ReLU;
+// the InnerProduct reads NCHW): Casts transpose before the chain and after it.
 TEST(TrainerCli, LayoutFlagRunsChannelsLastWhereItCan) {
   const std::string dir = NewTempDir();
   const std::string net = dir + "/bn.prototxt";
-  WriteFile(net, R"(name: "bn"
-layer { name: "data" type: "DummyData" top: "data" top: "label"
-        dummy_data_param { data_filler { type: "gaussian" } data_filler { type: "constant" value: 1 }
-                           shape { dim: 4 dim: 3 dim: 8 dim: 8 } shape { dim: 4 } } }
-layer { name: "bn" type: "BatchNorm" bottom: "data" top: "bn" }
-layer { name: "relu" type: "ReLU" bottom: "bn" top: "bn" }
-layer { name: "ip" type: "InnerProduct" bottom: "bn" top: "ip" inner_product_param { num_output: 3 weight_filler { type: "xavier" } } }
-layer { name: "loss" type: "SoftmaxWithLoss" bottom: "ip" bottom: "label" top: "loss" }
-)");
+  WriteFile(net, kBatchNormNet);
   const auto nhwc = RunCommand(ToolPath("trainer") + " time --model=" + net + " --iterations=1 --layout=nhwc");
   ASSERT_EQ(nhwc.exit_code, 0) << nhwc.err;
   EXPECT_NE(nhwc.err.find(": NHWC: 2 Cast layer(s) convert where a blob's storage type or layout changes"),
