@@ -85,7 +85,8 @@ class GpuStepper {
   LossScaleState LossScale();
   // A restored run's scale and clean-step count.
   void SetLossScale(float scale, int clean_steps);
-  bool dynamic_loss_scale() const { return growth_interval_ > 0; }
+  // Whether the device keeps the loss scale (dynamic or adaptive scaling) rather than the net.
+  bool device_loss_scale() const { return growth_interval_ > 0 || adaptive_factor_ > 0.0f; }
 
   float last_rate() const { return last_rate_; }  // the rate RunPasses computed (and logged, if multistep)
   bool using_graphs() const { return graphs_enabled_; }
@@ -108,7 +109,8 @@ class GpuStepper {
   FlatParams flat_;
   std::vector<float*> history_;
   int iter_size_ = 1;
-  int growth_interval_ = 0;  // dynamic loss scaling's (Net::LossScaling); 0: a static scale
+  int growth_interval_ = 0;      // dynamic loss scaling's (Net::LossScaling); 0: not dynamic
+  float adaptive_factor_ = 0.0f;  // adaptive loss scaling's K (Net::LossScaling::factor); 0: not adaptive
   std::vector<Net::LossTop> loss_tops_;
   bool l1_ = false;  // regularization_type L1
   int average_ = 1;

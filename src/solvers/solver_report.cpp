@@ -126,9 +126,10 @@ void Solver::LogGpuUpdate() {
               << ") by scale factor " << clip / norm;
 }
 
-// Dynamic loss scaling on a GPU decides on the device; the log says, at each display, what it skipped.
+// Dynamic loss scaling on a GPU decides on the device; the log says, at each display, what it skipped
+// (adaptive scaling never skips).
 void Solver::LogGpuSkippedSteps() {
-  if (!stepper_->dynamic_loss_scale()) return;
+  if (!stepper_->device_loss_scale()) return;
   const GpuStepper::LossScaleState s = stepper_->LossScale();
   if (s.skipped_steps > skipped_steps_)
     LOG(INFO) << "Iteration " << iter_ << ": " << s.skipped_steps - skipped_steps_ << " step(s) skipped since the "

@@ -103,7 +103,7 @@ std::string Solver::Snapshot() {
   if (net_->loss_scale() != 1.0f || net_->loss_scaling().dynamic || net_->loss_scaling().adaptive) {
     state.set_loss_scale(net_->loss_scale());
     state.set_loss_scale_clean_steps(clean_steps_);
-    if (stepper_ && stepper_->dynamic_loss_scale()) {  // the device keeps a GPU run's scale
+    if (stepper_ && stepper_->device_loss_scale()) {  // the device keeps a GPU run's scale
       const GpuStepper::LossScaleState s = stepper_->LossScale();
       state.set_loss_scale(s.scale);
       state.set_loss_scale_clean_steps(s.clean_steps);

@@ -79,10 +79,8 @@ GpuStepper::GpuStepper(Context& ctx, Net& net, const SolverParameter& param, Upd
   iter_size_ = std::max(param.iter_size(), 1);
   average_ = std::max(param.average_loss(), 1);
   l1_ = IsL1Regularization(param);  // an unknown regularization_type fails now, not in the first step
-  CORTADO_REQUIRE(!net.loss_scaling().adaptive,
-                  "adaptive loss scaling (global_grad_scale_adaptive) runs on the CPU only so far; on a GPU use "
-                  "global_grad_scale_dynamic (or --precision=fp16), a static global_grad_scale, or solver_mode: CPU");
   if (net.loss_scaling().dynamic) growth_interval_ = net.loss_scaling().growth_interval;
+  if (net.loss_scaling().adaptive) adaptive_factor_ = net.loss_scaling().factor;
   StepInputs& inputs = StepInputsOf(ctx_);
   rate_slot_ = inputs.Reserve();
   correction_slot_ = inputs.Reserve();
@@ -134,7 +132,7 @@ void GpuStepper::Bind(const std::vector<float*>& history) {
   history_ = history;
   flat_ = FlatParamsOf(net_);
   step_stats::Reset(ctx_, state_);
-  if (dynamic_loss_scale()) {
+  if (device_loss_scale()) {
     loss_tops_ = net_.loss_tops();
     step_stats::SetLossScale(ctx_, state_, net_.loss_scale(), 0);
   }
@@ -142,7 +140,7 @@ void GpuStepper::Bind(const std::vector<float*>& history) {
 
 GpuStepper::LossScaleState GpuStepper::LossScale() {
   LossScaleState s;
-  if (!dynamic_loss_scale()) {
+  if (!device_loss_scale()) {
     s.scale = net_.loss_scale();
     return s;
   }
@@ -156,11 +154,11 @@ GpuStepper::LossScaleState GpuStepper::LossScale() {
 }
 
 void GpuStepper::SetLossScale(float scale, int clean_steps) {
-  if (dynamic_loss_scale()) step_stats::SetLossScale(ctx_, state_, scale, clean_steps);
+  if (device_loss_scale()) step_stats::SetLossScale(ctx_, state_, scale, clean_steps);
 }
 
 void GpuStepper::QueuePassBody() {
-  // Dynamic loss scaling: the backward pass starts from loss weight × the device's scale.
+  // Dynamic or adaptive loss scaling: the backward pass starts from loss weight × the device's scale.
   for (const Net::LossTop& top : loss_tops_) step_stats::WriteLossDiff(ctx_, top.diff, top.count, top.weight, state_);
   const int last = static_cast<int>(net_.layers().size()) - 1;
   if (first_graph_layer_ <= last) net_.ForwardOnDevice(first_graph_layer_, last);
@@ -171,12 +169,12 @@ void GpuStepper::QueuePassBody() {
 void GpuStepper::QueueUpdateBody() {
   StepInputs& inputs = StepInputsOf(ctx_);
   // The gradients come out of the passes times iter_size and the loss scale: the net's static one, or
-  // (dynamic) the device's, which step_stats divides by and keeps up to date.
-  const bool dynamic = dynamic_loss_scale();
+  // (dynamic, adaptive) the device's, which step_stats divides by and keeps up to date.
+  const bool dynamic = device_loss_scale();
   const float grad_scale = 1.0f / (static_cast<float>(iter_size_) * (dynamic ? 1.0f : net_.loss_scale()));
   const float clip = param_.clip_gradients();
   step_stats::Queue(ctx_, flat_.count, flat_.diff, grad_scale, clip, iter_size_, average_,
-                    inputs.device_word(iter_slot_), net_.loss_device(), state_, growth_interval_);
+                    inputs.device_word(iter_slot_), net_.loss_device(), state_, growth_interval_, adaptive_factor_);
   FusedUpdate fused;
   fused.rate = inputs.device_float(rate_slot_);
   fused.correction = inputs.device_float(correction_slot_);

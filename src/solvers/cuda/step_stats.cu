@@ -11,28 +11,43 @@ namespace cortado::step_stats {
 
 namespace {
 
-// loss_scale: null, or the step's dynamic loss scale (a device float) that g is divided by too.
+struct Larger {
+  __device__ float operator()(float a, float b) const { return fmaxf(a, b); }
+};
+
+// loss_scale: null, or the step's loss scale (a device float) that g is divided by too. largest: null,
+// or where each block's largest finite |g| goes (adaptive loss scaling).
 __global__ void SumSquaresKernel(int64_t n, const float* g, float grad_scale, const float* loss_scale,
-                                 double* partials) {
+                                 double* partials, float* largest) {
   if (loss_scale != nullptr) grad_scale = grad_scale / *loss_scale;
   double sum = 0;
+  float most = 0.0f;
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
     float gi = g[i];
     if (grad_scale != 1.0f) gi = gi * grad_scale;
     sum += static_cast<double>(gi) * gi;
+    if (isfinite(gi)) most = fmaxf(most, fabsf(gi));
   }
   using Reduce = cub::BlockReduce<double, cuda::kThreads>;
-  __shared__ typename Reduce::TempStorage storage;
-  const double block_sum = Reduce(storage).Sum(sum);
+  using ReduceFloat = cub::BlockReduce<float, cuda::kThreads>;
+  __shared__ union {
+    typename Reduce::TempStorage sums;
+    typename ReduceFloat::TempStorage largest;
+  } storage;
+  const double block_sum = Reduce(storage.sums).Sum(sum);
   if (threadIdx.x == 0) partials[blockIdx.x] = block_sum;
+  if (largest == nullptr) return;
+  __syncthreads();  // the storage is reused
+  const float block_most = ReduceFloat(storage.largest).Reduce(most, Larger{});
+  if (threadIdx.x == 0) largest[blockIdx.x] = block_most;
 }
 
 __global__ void FinishKernel(float clip, int iter_size, int average, const uint64_t* iter_word, float* loss,
-                             float* state, int growth_interval) {
+                             float* state, int growth_interval, float adaptive_factor) {
   double sumsq = 0;  // clipping off: not summed (the update kernel checks the gradient's finiteness)
-  const bool dynamic = growth_interval > 0;
-  if (clip >= 0.0f || dynamic) {
+  const bool dynamic = growth_interval > 0, adaptive = adaptive_factor > 0.0f;
+  if (clip >= 0.0f || dynamic || adaptive) {
     const double* partials = reinterpret_cast<const double*>(state);
     for (int b = 0; b < kBlocks; ++b) sumsq += partials[b];
   }
@@ -52,6 +67,13 @@ __global__ void FinishKernel(float clip, int iter_size, int average, const uint6
       state[kLossScale] = scale * 2.0f;
       *clean = 0;
     }
+  }
+  if (adaptive) {  // as the CPU solver's UnscaleGradients: K · 4 / the largest finite |g|, never a skip
+    state[kGradFactor] = 1.0f / (static_cast<float>(iter_size) * state[kLossScale]);
+    reinterpret_cast<int*>(state)[kSkip] = 0;
+    float largest = 0.0f;
+    for (int b = 0; b < kBlocks; ++b) largest = fmaxf(largest, state[kLargestPartials + b]);
+    state[kLossScale] = adaptive_factor * (largest > 0.0f ? 4.0f / largest : 1.0f);
   }
   if (clip >= 0.0f) {
     const float norm = static_cast<float>(sqrt(sumsq));
@@ -99,14 +121,17 @@ void ResetLosses(Context& ctx, float* state) {
 }
 
 void Queue(Context& ctx, int64_t n, const float* g, float grad_scale, float clip, int iter_size, int average,
-           const uint64_t* iter_word, float* loss, float* state, int growth_interval) {
+           const uint64_t* iter_word, float* loss, float* state, int growth_interval, float adaptive_factor) {
   const cudaStream_t stream = cuda::Stream(ctx);
-  const bool dynamic = growth_interval > 0;
-  if (clip >= 0.0f || dynamic) {  // clipping reads the norm; dynamic scaling whether it is finite
+  const bool dynamic = growth_interval > 0, adaptive = adaptive_factor > 0.0f;
+  // Clipping reads the norm, dynamic scaling whether it is finite, adaptive scaling the largest |g|.
+  if (clip >= 0.0f || dynamic || adaptive) {
     CORTADO_LAUNCH(SumSquaresKernel, kBlocks, cuda::kThreads, 0, stream, n, g, grad_scale,
-                   dynamic ? state + kLossScale : nullptr, reinterpret_cast<double*>(state));
+                   dynamic || adaptive ? state + kLossScale : nullptr, reinterpret_cast<double*>(state),
+                   adaptive ? state + kLargestPartials : nullptr);
   }
-  CORTADO_LAUNCH(FinishKernel, 1, 1, 0, stream, clip, iter_size, average, iter_word, loss, state, growth_interval);
+  CORTADO_LAUNCH(FinishKernel, 1, 1, 0, stream, clip, iter_size, average, iter_word, loss, state, growth_interval,
+                 adaptive_factor);
 }
 
 void SetLossScale(Context& ctx, float* state, float scale, int clean_steps) {
