@@ -8,13 +8,18 @@
 #include <cstdint>
 
 #include "cortado/context.hpp"
-#include "cortado/math.hpp"  // Trans
+#include "cortado/kernels/storage_types.hpp"  // DataType
+#include "cortado/math.hpp"                    // Trans
 
 namespace cortado {
 
 // C = alpha · op(A) · op(B) + beta · C, with op(A) M×K, op(B) K×N, C M×N, all row-major.
 void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, const float* a,
               const float* b, float beta, float* c);
+// The same product on stored values: A and B of one storage type, C of that type or float, the sums in
+// float (cublasGemmEx; tensor cores for 16-bit operands).
+void gpu_gemm_stored(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, DataType ab_type,
+                     const void* a, const void* b, float beta, DataType c_type, void* c);
 // y = alpha · op(A) · x + beta · y, A M×N row-major.
 void gpu_gemv(Context& ctx, Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
               float* y);

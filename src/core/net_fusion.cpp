@@ -11,6 +11,8 @@
 //   a BatchNorm with scale_bias (γ and β its own) is the BatchNorm → Scale part: no Scale joins it, the
 //   activation after it runs in place, and x̂ is kept in its own buffer (ScaleBiasXNorm);
 //   Eltwise SUM of two bottoms → ReLU (slope ≥ 0) in place on the sum.
+// Storage: every bottom and top of a chain's layers holds one type, data and diff alike (the chain's
+// first bottom's): float, bf16 or fp16, on which both fused layers compute.
 // The memory plan (net_memory.cpp) gives every blob a chain's layers use a lifetime over the whole
 // chain, so the fused layer may write a later layer's top early, or a bottom's diff late.
 #include <glog/logging.h>
@@ -45,18 +47,18 @@ void Net::FuseChains() {
   chain_of_.assign(layers_.size(), -1);
   chains_.clear();
   if (!fuse_) return;
-  // The fused layers compute on float storage: a layer whose blobs are 16-bit (a mixed-precision net's
-  // native layers) joins no chain.
-  auto in_float = [&](int k) {
-    for (const Blob* b : bottom_vecs_[k])
-      if (b->data_type() != DataType::kFloat || b->diff_type() != DataType::kFloat) return false;
-    for (const Blob* b : top_vecs_[k])
-      if (b->data_type() != DataType::kFloat || b->diff_type() != DataType::kFloat) return false;
+  // Layer k's bottoms and tops all hold `stored`, data and diff alike.
+  auto holds = [&](int k, DataType stored) {
+    for (const BlobVec* blobs : {&bottom_vecs_[k], &top_vecs_[k]})
+      for (const Blob* b : *blobs)
+        if (b->data_type() != stored || b->diff_type() != stored) return false;
     return true;
   };
-  // Layer k reads (as its only bottom) the top layer k − 1 wrote, and that top carries no loss.
+  DataType type = DataType::kFloat;  // the storage of the chain that starts at layer i: its first bottom's
+  // Layer k reads (as its only bottom) the top layer k − 1 wrote, that top carries no loss, and its blobs
+  // hold the chain's type.
   auto follows = [&](int k) {
-    return k < n && in_float(k) && bottom_id_vecs_[k].size() == 1 && top_id_vecs_[k].size() == 1 &&
+    return k < n && holds(k, type) && bottom_id_vecs_[k].size() == 1 && top_id_vecs_[k].size() == 1 &&
            top_id_vecs_[k - 1].size() == 1 && bottom_id_vecs_[k][0] == top_id_vecs_[k - 1][0] &&
            layers_[k - 1]->loss(0) == 0.0f && layers_[k]->loss(0) == 0.0f;
   };
@@ -67,7 +69,9 @@ void Net::FuseChains() {
     chains_.push_back(std::move(chain));
   };
   for (int i = 0; i < n; ++i) {
-    if (!in_float(i)) continue;
+    if (bottom_vecs_[i].empty()) continue;
+    type = bottom_vecs_[i][0]->data_type();
+    if (!holds(i, type)) continue;
     const bool relu_in_place_next = follows(i + 1) && std::string(layers_[i + 1]->type()) == "ReLU" &&
                                     IsActivation(*layers_[i + 1]) && top_id_vecs_[i + 1][0] == bottom_id_vecs_[i + 1][0];
     if (IsSumOfTwo(*layers_[i], bottom_vecs_[i]) && relu_in_place_next) {

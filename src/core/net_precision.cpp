@@ -7,16 +7,18 @@
 //     and the layers that hand values to the user (their values are labels, probabilities, indices);
 //   - layers that only move values (Split, Flatten, Reshape): their tops keep their bottom's types;
 //   - all others store their tops in the types asked for.
-// A layer computes on the types it supports (ComputesOn: element-wise layers and Split on any, bf16
-// convolutions where oneDNN runs them): where its computation reads another type than its
+// A layer computes on the types it supports (ComputesOn: element-wise layers, Split, BatchNorm, Scale,
+// and MAX and AVE pooling on any, on either device; convolutions where cuDNN (bf16, fp16) or oneDNN
+// (bf16) runs them; inner products on the GPU): where its computation reads another type than its
 // bottom holds, a Cast converts the bottom first; where it writes another type than its tops are to be
 // stored in, a Cast converts its output. A layer without 16-bit arithmetic of its own thus computes in
 // float between two Casts, and its tops are rounded to 16 bits, as a 16-bit layer's would be.
 //
-// Layouts. With NetParameter.layout NHWC, the layers that compute channels-last (channels_last.hpp)
-// do, element-wise layers (and Split) follow their first bottom's layout, and every other layer reads
-// NCHW: a Cast transposes a bottom whose layout is not the one its reader computes in. A layer's tops
-// are in the layout it computed in.
+// Layouts. With NetParameter.layout NHWC, the layers that compute channels-last (channels_last.hpp:
+// convolutions, BatchNorm and Scale over the channels on either device; MAX and AVE pooling on the
+// GPU) do, element-wise layers (and Split) follow their first bottom's layout, and every other layer
+// reads NCHW: a Cast transposes a bottom whose layout is not the one its reader computes in. A layer's
+// tops are in the layout it computed in.
 //
 // A blob's last version keeps the blob's name, so tools and scripts find it by name.
 #include <map>
@@ -59,7 +61,13 @@ bool ComputesOn(const LayerParameter& layer, Type data, Type diff, Device device
   // Element-wise layers whose functors run over any storage type (MapStored), on either device.
   if (type == "ReLU" || type == "Sigmoid" || type == "TanH" || type == "Split") return true;
   if (type == "Eltwise") return layer.eltwise_param().operation() == EltwiseParameter::SUM;
-  return data == BFLOAT16 && type == "Convolution" && ConvolutionComputesBf16(layer, device);
+  // Per-channel layers whose functors and sums run over any storage type (MapChannels, ChannelSums),
+  // BatchNorm's scale_bias chain included; a Scale whose γ is a second bottom is float only.
+  if (type == "BatchNorm") return true;
+  if (type == "Scale") return layer.bottom_size() == 1;
+  if (type == "InnerProduct") return device == Device::kGPU;  // cuBLAS on 16-bit operands
+  if (type == "Pooling") return PoolingComputesOn(layer, data, device);
+  return type == "Convolution" && ConvolutionComputesOn(layer, data, device);
 }
 
 // Layers whose every output element depends on the same element of each input: any layout will do.
@@ -70,11 +78,9 @@ bool ElementWise(const std::string& type) {
   return kElementWise.count(type) > 0;
 }
 
-// On the GPU no layer computes channels-last yet (its convolutions are cuDNN's NCHW ones, and its
-// per-channel kernels are made for NCHW planes), so a GPU net stays NCHW whatever its layout says.
 bool ComputesChannelsLast(const LayerParameter& layer, Device device) {
-  if (device != Device::kCPU) return false;
   if (layer.type() == "Convolution") return ConvolutionRunsChannelsLast(layer, device);
+  if (layer.type() == "Pooling") return PoolingRunsChannelsLast(layer, device);
   if (layer.type() == "BatchNorm") return true;
   if (layer.type() == "Scale") {
     const ScaleParameter& p = layer.scale_param();

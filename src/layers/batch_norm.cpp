@@ -30,6 +30,10 @@
 // overwriting the top in place before this Backward. The arithmetic is batch_norm_math.hpp's, on
 // either device; the sums run in double, on the CPU with the channels split over the threads, on the
 // GPU chunked with their partial sums in a workspace.
+// Storage: without scale_bias, x, y, dy and dx are float or 16-bit (bf16 or fp16, one type for all: the
+// net's plan gives this layer such blobs without Casts); the values are read as float, the statistics
+// (the blobs, mean, std, and Backward's means) stay float, and each output is its float result rounded
+// once. The scale_bias chain computes on the same storage types (batch_norm_chain.cpp).
 #include "batch_norm.hpp"
 #include "cortado/layer_registry.hpp"
 

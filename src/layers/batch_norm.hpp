@@ -1,7 +1,8 @@
 // batch_norm.hpp — the BatchNorm layer's class (batch_norm.cpp says what it computes), declared here so
 // that the fused BatchNorm chain (batch_norm_chain.cpp) can share its statistics: the chain writes the
 // mean and std where this layer keeps them, so a pass may run the chain fused or layer by layer. With
-// scale_bias the layer runs as a chain of its own (fusion.hpp), its γ and β in Scale's place.
+// scale_bias the layer runs as a chain of its own (fusion.hpp), its γ and β in Scale's place. Either
+// way the layer runs over float or 16-bit storage (bf16, fp16: its blobs' type), with float statistics.
 #pragma once
 
 #include <cmath>
@@ -109,7 +110,10 @@ class BatchNormLayer : public EitherDevice<Layer> {
     stats_->Reshape(std::vector<int>{4, channels_});  // mean, std, mean(dy), mean(dy·x̂)
     const ChannelLayout l = Layout();
     if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(l.num, l.channels, l.spatial, 2)});
-    if (x_norm_) x_norm_->ReshapeLike(x);
+    if (x_norm_) {
+      x_norm_->ReshapeLike(x);
+      x_norm_->set_types(x.data_type(), x.diff_type());  // x̂ in x's storage, as the chain writes it
+    }
   }
 
   void InitParams() override {
@@ -147,7 +151,25 @@ class BatchNormLayer : public EitherDevice<Layer> {
       chain_->Forward(bottom, {keep_x_norm_ ? x_norm_ : top[0], top[0]});
       return;
     }
-    const float* x = bottom[0]->data();
+    VisitStorageType(bottom[0]->data_type(), [&](auto zero) { ForwardOn<decltype(zero)>(*bottom[0], *top[0]); });
+  }
+
+  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
+    if (chain_) {  // dγ and dβ (where they learn), and dx through γ
+      chain_->Backward({x_norm_, top[0]}, propagate_down, bottom);
+      return;
+    }
+    if (!propagate_down[0]) return;
+    VisitStorageType(bottom[0]->data_type(), [&](auto zero) { BackwardOn<decltype(zero)>(*top[0], *bottom[0]); });
+  }
+
+ private:
+  // Forward and Backward without scale_bias, over x, y, dy and dx of storage type T (float, or 16-bit
+  // where the net's plan gives this layer bf16 or fp16 blobs): values read as float, the statistics and
+  // sums as for float, each output rounded once to T.
+  template <typename T>
+  void ForwardOn(const Blob& bottom, Blob& top) {
+    const T* x = bottom.data_as<T>();
     float* mean = stats_->data();
     float* std = mean + channels_;
     if (global_) {
@@ -172,20 +194,16 @@ class BatchNormLayer : public EitherDevice<Layer> {
         });
       }
     }
-    MapChannels(ctx_, Layout(), batch_norm::Normalize{mean, std}, top[0]->data(), x);
+    MapChannels(ctx_, Layout(), batch_norm::Normalize{mean, std}, top.data_as<T>(), x);
   }
 
-  void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    if (chain_) {  // dγ and dβ (where they learn), and dx through γ
-      chain_->Backward({x_norm_, top[0]}, propagate_down, bottom);
-      return;
-    }
-    if (!propagate_down[0]) return;
-    const float* dy = top[0]->diff();
-    const float* x_norm = top[0]->data();  // y = x̂
+  template <typename T>
+  void BackwardOn(const Blob& top, Blob& bottom) {
+    const T* dy = top.diff_as<T>();
+    const T* x_norm = top.data_as<T>();  // y = x̂
     const float* std = stats_->data() + channels_;
     float* means = stats_->data() + 2 * channels_;  // mean(dy), then mean(dy·x̂)
-    float* dx = bottom[0]->diff();  // may be dy (in place): each element is read before it is written
+    T* dx = bottom.diff_as<T>();  // may be dy (in place): each element is read before it is written
     if (global_) {
       MapChannels(ctx_, Layout(), batch_norm::GlobalBackward{std}, dx, dy);
       return;
@@ -198,15 +216,16 @@ class BatchNormLayer : public EitherDevice<Layer> {
       MapChannels(ctx_, Layout(), backward, dx, dy, x_norm);
       return;
     }
-    // The CPU finishes each channel while it is in cache: its sums, then its dx.
+    // The CPU finishes each channel while it is in cache: its sums, then its dx (as MapChannels would).
     batch_norm::ForEachChannel(Layout(), [&](int64_t c) {
       const double totals[2] = {ChannelSumCpu<0>(Layout(), c, term), ChannelSumCpu<1>(Layout(), c, term)};
       store(c, totals);
-      batch_norm::ForChannel(Layout(), c, [&](int64_t i) { dx[i] = backward(c, dy[i], x_norm[i]); });
+      batch_norm::ForChannel(Layout(), c, [&](int64_t i) {
+        dx[i] = FromFloat<T>(backward(c, ToFloat(dy[i]), ToFloat(x_norm[i])));
+      });
     });
   }
 
- private:
   bool global_ = false;
   bool scale_bias_ = false;   // γ and β of its own (blobs 3 and 4)
   bool keep_x_norm_ = true;   // scale_bias: Forward writes x̂ into x_norm_ (a backward pass will read it)
@@ -216,7 +235,7 @@ class BatchNormLayer : public EitherDevice<Layer> {
   bool channels_last_ = false;  // the bottom is NHWC
   Blob* stats_ = nullptr;   // (4, C): mean, std, and Backward's mean(dy), mean(dy·x̂)
   Blob* partials_ = nullptr;  // GPU: the chunked channel sums' partials (a workspace)
-  Blob* x_norm_ = nullptr;    // scale_bias: x̂, from Forward to Backward
+  Blob* x_norm_ = nullptr;    // scale_bias: x̂ (in the bottom's storage type), from Forward to Backward
   std::unique_ptr<Layer> chain_;  // scale_bias: batch_norm_chain.cpp's layer over this one's blobs
 };
 

@@ -14,6 +14,11 @@
 // The mean and std go where BatchNorm keeps them (its statistics), the running sums into its blobs, and
 // the Scale gradients into Scale's blobs (or the scale_bias BatchNorm's), so the chain's layers can take
 // over any pass.
+// Storage: x, y, x̂ and their gradients are float or 16-bit (bf16 or fp16, one type for all: the Net
+// fuses a chain only over blobs of one type, and a scale_bias BatchNorm keeps x̂ in its bottom's type),
+// read as float, each output its float result rounded once. Where x̂ is kept, y is computed from x̂ as
+// stored (as the layers one by one compute it), else from x̂ in float. The statistics, γ, β and their
+// gradients stay float, and the sums run in double as for float.
 #include <glog/logging.h>
 
 #include <array>
@@ -50,27 +55,33 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
  protected:
   // bottom: x; top: x̂'s blob (BatchNorm's top), y's blob (the chain's last top).
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
-    WithActivation([&](auto a) { Forward<decltype(a)::value>(bottom, top); });
+    Dispatch(bottom[0]->data_type(), [&](auto zero, auto a) {
+      Forward<decltype(a)::value, decltype(zero)>(bottom, top);
+    });
   }
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    WithActivation([&](auto a) { Backward<decltype(a)::value>(top, propagate_down, bottom); });
+    Dispatch(bottom[0]->diff_type(), [&](auto zero, auto a) {
+      Backward<decltype(a)::value, decltype(zero)>(top, propagate_down, bottom);
+    });
   }
 
  private:
-  // f(ActivationTag<A>{}) for this chain's activation A.
+  // f(T{}, ActivationTag<A>{}) for the storage type T that `type` names and this chain's activation A.
   template <typename F>
-  void WithActivation(F f) const {
-    switch (kind_) {
-      case Activation::kReLU: return f(ActivationTag<Activation::kReLU>{});
-      case Activation::kSigmoid: return f(ActivationTag<Activation::kSigmoid>{});
-      default: return f(ActivationTag<Activation::kNone>{});
-    }
+  void Dispatch(DataType type, F f) const {
+    VisitStorageType(type, [&](auto zero) {
+      switch (kind_) {
+        case Activation::kReLU: return f(zero, ActivationTag<Activation::kReLU>{});
+        case Activation::kSigmoid: return f(zero, ActivationTag<Activation::kSigmoid>{});
+        default: return f(zero, ActivationTag<Activation::kNone>{});
+      }
+    });
   }
 
-  template <Activation A>
+  template <Activation A, typename T>
   void Forward(const BlobVec& bottom, const BlobVec& top) {
     const ChannelLayout l = bn_.Layout();
-    const float* x = bottom[0]->data();
+    const T* x = bottom[0]->data_as<T>();
     float* mean = bn_.statistics()->data();
     float* std = mean + l.channels;
     float* running_mean = bn_.blobs()[0]->data();
@@ -87,14 +98,15 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
       const batch_norm_chain::StoreBatchStats store{static_cast<double>(m), bn_.eps(), bn_.moving_average_fraction(),
                                                     correction, mean, std, running_mean, running_var, factor};
       if (ctx_.device() == Device::kCPU && top[0] != top[1]) {  // each channel whole while it is in cache
-        float* x_norm = top[0]->data();
-        float* y = top[1]->data();
+        T* x_norm = top[0]->data_as<T>();
+        T* y = top[1]->data_as<T>();
         const batch_norm::Normalize normalize{mean, std};
         batch_norm::ForEachChannel(l, [&](int64_t c) {
           store(c, BothSums(l, c, term).data());
-          batch_norm::ForChannel(l, c, [&](int64_t i) {
-            x_norm[i] = normalize(c, x[i]);
-            y[i] = rest(c, x_norm[i]);
+          batch_norm::ForChannel(l, c, [&](int64_t i) {  // as the two MapChannels below
+            const T stored = FromFloat<T>(normalize(c, ToFloat(x[i])));
+            x_norm[i] = stored;
+            y[i] = FromFloat<T>(rest(c, ToFloat(stored)));
           });
         });
         return;
@@ -102,20 +114,20 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
       ChannelSums(ctx_, l, Partials(), term, store);
     }
     if (top[0] == top[1]) {  // x̂ is not kept
-      MapChannels(ctx_, l, batch_norm_chain::NormalizeScaleShiftAct<A>{mean, std, rest}, top[1]->data(), x);
+      MapChannels(ctx_, l, batch_norm_chain::NormalizeScaleShiftAct<A>{mean, std, rest}, top[1]->data_as<T>(), x);
       return;
     }
-    MapChannels(ctx_, l, batch_norm::Normalize{mean, std}, top[0]->data(), x);
-    MapChannels(ctx_, l, rest, top[1]->data(), top[0]->data());
+    MapChannels(ctx_, l, batch_norm::Normalize{mean, std}, top[0]->data_as<T>(), x);
+    MapChannels(ctx_, l, rest, top[1]->data_as<T>(), top[0]->data_as<T>());
   }
 
-  template <Activation A>
+  template <Activation A, typename T>
   void Backward(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) {
     const ChannelLayout l = bn_.Layout();
     const Act<A> act{slope_};
-    const float* dy = top[1]->diff();
-    const float* y = top[1]->data();
-    const float* x_norm = top[0]->data();
+    const T* dy = top[1]->diff_as<T>();
+    const T* y = top[1]->data_as<T>();
+    const T* x_norm = top[0]->data_as<T>();
     const float* std = bn_.statistics()->data() + l.channels;
     float* means = bn_.statistics()->data() + 2 * l.channels;
     float* gamma_diff =
@@ -123,15 +135,17 @@ class BatchNormChainLayer : public EitherDevice<Layer> {
     float* beta_diff =
         bias_index_ >= 0 && affine_->param_propagate_down(bias_index_) ? affine_->blobs()[bias_index_]->diff() : nullptr;
     const bool dx_wanted = propagate_down[0];
-    const batch_norm_chain::GradientSums<A> term{dy, y, x_norm, act};
+    const batch_norm_chain::GradientSums term{dy, y, x_norm, act};
     const batch_norm_chain::StoreGradients store{static_cast<double>(l.num * l.spatial), l.channels, Gamma(), means,
                                                  gamma_diff, beta_diff};
-    float* dx = bottom[0]->diff();
+    T* dx = bottom[0]->diff_as<T>();
     if (ctx_.device() == Device::kCPU && dx_wanted && !bn_.global()) {  // each channel whole while in cache
       const batch_norm_chain::BatchBackward<A> backward{Gamma(), std, means, l.channels, act};
       batch_norm::ForEachChannel(l, [&](int64_t c) {
         store(c, BothSums(l, c, term).data());
-        batch_norm::ForChannel(l, c, [&](int64_t i) { dx[i] = backward(c, dy[i], y[i], x_norm[i]); });
+        batch_norm::ForChannel(l, c, [&](int64_t i) {  // as MapChannels would
+          dx[i] = FromFloat<T>(backward(c, ToFloat(dy[i]), ToFloat(y[i]), ToFloat(x_norm[i])));
+        });
       });
       return;
     }

@@ -1,7 +1,10 @@
 // batch_norm_chain_math.hpp — the arithmetic of a fused BatchNorm chain (batch_norm_chain.cpp), once for
 // both devices (kernels/for_each.hpp): BatchNorm, then optionally Scale's y = γ·x̂ + β, then optionally
 // an activation (ReLU with a slope ≥ 0, or Sigmoid), in two passes over memory each way instead of one
-// or two per layer. cuda/batch_norm_chain_math.cu instantiates them for the GPU.
+// or two per layer. x, y, x̂ and their gradients may be float or 16-bit storage (bf16, fp16: one type
+// for all, read as float, each output its float result rounded once); the statistics, γ, β and their
+// gradients are float, and the sums run in double. cuda/batch_norm_chain_math.cu instantiates them for
+// the GPU, for each storage type.
 //
 // Per channel c, with m values and z = γ·x̂ + β the pre-activation, y = act(z):
 //   statistics: one pass sums x and x² in double; mean = Σx / m, var = Σx² / m − mean² (at least 0);
@@ -44,15 +47,20 @@ struct Act {
 };
 
 // ---- statistics: Σx and Σx², and what they become ---------------------------------------------------
+// The sums' terms read x, dy, y and x̂ of the blobs' storage type T (float, BFloat16 or Float16) as
+// float; the deduction guides take T (and the activation) from the arguments (SumAndSquares{x}).
+template <typename T>
 struct SumAndSquares {
   static constexpr int kSums = 2;
-  const float* x;
+  const T* x;
   CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const {
-    const double v = x[i];
+    const double v = ToFloat(x[i]);
     sum[0] += v;
     sum[1] += v * v;
   }
 };
+template <typename T>
+SumAndSquares(const T*) -> SumAndSquares<T>;
 // mean and std into BatchNorm's statistics, and the running sums updated as BatchNorm updates them
 // (running_var gets correction · var; channel 0 also updates the weight).
 struct StoreBatchStats {
@@ -72,6 +80,7 @@ struct StoreBatchStats {
 };
 
 // ---- forward, per element ------------------------------------------------------------------------------
+// (The element-wise functors map float values: MapChannels reads and writes the storage type.)
 // y = act(γ·x̂ + β) from x̂.
 template <Activation A>
 struct ScaleShiftAct {
@@ -94,19 +103,21 @@ struct NormalizeScaleShiftAct {
 
 // ---- backward --------------------------------------------------------------------------------------------
 // Σdz and Σdz·x̂ per channel, dz = act'(y)·dy.
-template <Activation A>
+template <Activation A, typename T>
 struct GradientSums {
   static constexpr int kSums = 2;
-  const float* dy;
-  const float* y;
-  const float* x_norm;
+  const T* dy;
+  const T* y;
+  const T* x_norm;
   Act<A> act;
   CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const {
-    const float dz = act.Gradient(y[i], dy[i]);
+    const float dz = act.Gradient(ToFloat(y[i]), ToFloat(dy[i]));
     sum[0] += dz;
-    sum[1] += static_cast<double>(dz) * x_norm[i];
+    sum[1] += static_cast<double>(dz) * ToFloat(x_norm[i]);
   }
 };
+template <Activation A, typename T>
+GradientSums(const T*, const T*, const T*, Act<A>) -> GradientSums<A, T>;
 // From a channel's Σdz and Σdz·x̂: dβ += Σdz and dγ += Σdz·x̂ (where wanted: null skips), and BatchNorm's
 // means[c] = mean(dx̂), means[channels + c] = mean(dx̂·x̂) for the dx pass.
 struct StoreGradients {

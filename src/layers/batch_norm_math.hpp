@@ -1,8 +1,10 @@
 // batch_norm_math.hpp — BatchNorm's arithmetic, once for both devices (kernels/for_each.hpp): the
 // element-wise steps as functors that MapChannels runs, and the per-channel sums as terms (what element
 // i of channel c adds, in double) with the finishing steps that turn a channel's totals into what the
-// layer keeps, which ChannelSums runs. batch_norm.cpp runs them; cuda/batch_norm_math.cu instantiates
-// them for the GPU. Device-specific: nothing but the order of the sums' additions (for_each.hpp).
+// layer keeps, which ChannelSums runs. The activations and their gradients may be float or 16-bit
+// storage (read as float, the results rounded once); the statistics are float. batch_norm.hpp runs
+// them; cuda/batch_norm_math.cu instantiates them for the GPU, for each storage type. Device-specific:
+// nothing but the order of the sums' additions (for_each.hpp).
 #pragma once
 
 #include <math.h>
@@ -15,25 +17,34 @@
 namespace cortado::batch_norm {
 
 // ---- the sums: term(i, c, sum) adds element i's share to sum[0 .. kSums) ------------------------------
+// Each reads x, dy and x̂ of the blobs' storage type T (float, BFloat16 or Float16) as float; the
+// deduction guides take T from the pointers (SumOfSquares{x, mean}).
 // Σx: kernels/channel_sums.hpp's SumOfValues.
+template <typename T>
 struct SumOfSquares {  // Σ(x − mean)², the difference taken in float
   static constexpr int kSums = 1;
-  const float* x;
+  const T* x;
   const float* mean;
   CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t c, double* sum) const {
-    const float d = x[i] - mean[c];
+    const float d = ToFloat(x[i]) - mean[c];
     sum[0] += static_cast<double>(d) * d;
   }
 };
+template <typename T>
+SumOfSquares(const T*, const float*) -> SumOfSquares<T>;
+template <typename T>
 struct SumOfDyAndDyX {  // Σdy, Σdy·x̂
   static constexpr int kSums = 2;
-  const float* dy;
-  const float* x_norm;
+  const T* dy;
+  const T* x_norm;
   CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const {
-    sum[0] += dy[i];
-    sum[1] += static_cast<double>(dy[i]) * x_norm[i];
+    const float g = ToFloat(dy[i]);
+    sum[0] += g;
+    sum[1] += static_cast<double>(g) * ToFloat(x_norm[i]);
   }
 };
+template <typename T>
+SumOfDyAndDyX(const T*, const T*) -> SumOfDyAndDyX<T>;
 
 // ---- what a channel's totals become -------------------------------------------------------------------
 struct StoreMean {  // mean = Σx / m

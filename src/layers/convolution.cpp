@@ -28,7 +28,11 @@
 // GPU (convolution_gpu.hpp): with cuDNN when the build has it and engine is DEFAULT or CUDNN
 // (cudnn/convolution_cudnn.cpp: candidates listed when the layer is shaped, timed on its real buffers
 // once they are bound (OnMemoryBound), their workspace a buffer of at most the context's
-// cudnn_workspace_limit, shared by all layers). Otherwise (engine CAFFE, or no cuDNN) Caffe's method, image
+// cudnn_workspace_limit, shared by all layers). cuDNN computes on the bottoms' storage type (float, or
+// bf16 and fp16 with float sums) and layout (NCHW or NHWC), reading a copy of the weights made at each
+// forward in that type (NHWC: as (K, R, S, C/group)); the 16-bit weight gradient is added into the
+// float master's, and the bias and its gradient are the layer's own per-channel kernels (scale_math.hpp)
+// over the tops' type and layout. Otherwise (engine CAFFE, or no cuDNN) Caffe's method on float NCHW, image
 // by image: im2col into one image's columns (cuda/convolution.cu), one gpu_gemm per group straight
 // into the top, the bias added over the whole batch; backward the same way, col2im for the data
 // gradient.
@@ -110,14 +114,16 @@ class ConvolutionLayer : public Layer {
     dw_partial_ = AddCallScratch();
     // oneDNN's scratchpads and reordered data matter only inside a call: the net's one workspace region.
     if (ctx_.device() == Device::kCPU) onednn_scratch_ = AddWorkspace();
-    // bf16 (the Net asks only where ConvolutionComputesBf16): the weights' bf16 copy for oneDNN, made
-    // from the float master weights at each forward.
-    bf16_ = bottom[0]->data_type() == DataType::kBFloat16;
-    CORTADO_REQUIRE(!bf16_ || ctx_.device() == Device::kCPU, Describe(), ": bf16 bottoms on the GPU (the Net "
-                    "converts them to float there)");
-    if (bf16_) {
-      weights_bf16_ = AddStepScratch();
-      weights_bf16_->set_types(DataType::kBFloat16, DataType::kBFloat16);
+    // 16-bit bottoms (the Net gives them only where ConvolutionComputesOn): oneDNN's bf16 code on the
+    // CPU, cuDNN's on the GPU, each reading a copy of the weights made from the float master at each
+    // forward (weights_compute_; on the GPU also for NHWC, as cuDNN's NHWC kernels want the weights).
+    compute_type_ = bottom[0]->data_type();
+    bf16_ = ctx_.device() == Device::kCPU && compute_type_ == DataType::kBFloat16;
+    weights_compute_ = AddStepScratch();
+    weights_compute_->set_types(compute_type_, compute_type_);
+    if (ctx_.device() == Device::kGPU) {
+      dw_compute_ = AddCallScratch();
+      dw_compute_->set_types(compute_type_, compute_type_);
     }
     if (ctx_.device() == Device::kCPU) RequireOneDnnWhereAsked(p.engine() == ConvolutionParameter::ONEDNN, Describe());
     if (ctx_.device() == Device::kGPU) workspace_ = AddWorkspace();
@@ -133,6 +139,9 @@ class ConvolutionLayer : public Layer {
                         ": engine CUDNN, but this build has no cuDNN; use engine: CAFFE (or DEFAULT)");
       }
     }
+    CORTADO_REQUIRE(compute_type_ == DataType::kFloat || bf16_ || cudnn_ || plan_cudnn_, Describe(), ": ",
+                    DataTypeName(compute_type_), " bottoms, which only cuDNN (GPU) and oneDNN (CPU, bf16) "
+                    "convolutions read; the Net converts them to float for engine CAFFE");
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -151,9 +160,9 @@ class ConvolutionLayer : public Layer {
     num_ = x.shape(0);
     for (Blob* y : top) y->Reshape({num_, num_output_, geom_.out_h(), geom_.out_w()});
     channels_last_ = bottom[0]->channels_last();
-    if (weights_bf16_) weights_bf16_->ReshapeLike(*blobs_[0]);
-    CORTADO_REQUIRE(!channels_last_ || ctx_.device() == Device::kCPU, Describe(),
-                    ": channels-last input on the GPU (the Net converts to NCHW there)");
+    CORTADO_REQUIRE(!channels_last_ || ctx_.device() == Device::kCPU || cudnn_ || plan_cudnn_, Describe(),
+                    ": channels-last input on the GPU without cuDNN (the Net converts it to NCHW for engine CAFFE)");
+    SizeLikeWeights(weights_compute_, ReadsWeightCopy());
     col_holds_forward_ = false;
     if (ctx_.device() == Device::kGPU) {
       ReshapeGpuBuffers();
@@ -184,7 +193,12 @@ class ConvolutionLayer : public Layer {
   }
 
   const char* chosen_engine() const override {
-    if (ctx_.device() == Device::kGPU) return cudnn_ || plan_cudnn_ ? "cudnn" : "im2col";
+    if (ctx_.device() == Device::kGPU) {
+      if (!cudnn_ && !plan_cudnn_) return "im2col";
+      if (compute_type_ == DataType::kFloat) return channels_last_ ? "cudnn_nhwc" : "cudnn";
+      if (compute_type_ == DataType::kBFloat16) return channels_last_ ? "cudnn_bf16_nhwc" : "cudnn_bf16";
+      return channels_last_ ? "cudnn_fp16_nhwc" : "cudnn_fp16";
+    }
     if (channels_last_ || bf16_) return bf16_ ? (channels_last_ ? "onednn_bf16_nhwc" : "onednn_bf16") : "onednn_nhwc";
     return onednn_ ? (onednn_layout_ == OneDnnLayout::kNative ? "onednn" : "onednn_plain") : "im2col";
   }
@@ -194,15 +208,17 @@ class ConvolutionLayer : public Layer {
   void OnMemoryBound(const BlobVec& bottom, const BlobVec& top, const BoundPasses& passes) override {
     if (!cudnn_) return;
     CudnnConvolutionBuffers b;
-    b.x = bottom[0]->data();
-    b.w = blobs_[0]->data();
-    b.y = top[0]->data();
-    if (passes.backward) b.dy = top[0]->diff();
-    if (passes.propagate_down[0]) b.dx = bottom[0]->diff();
-    if (passes.param_diffs && param_propagate_down(0)) b.dw = blobs_[0]->diff();
+    const bool copy = ReadsWeightCopy();
+    b.x = bottom[0]->raw_data();
+    b.w = copy ? weights_compute_->raw_data() : blobs_[0]->raw_data();
+    b.y = top[0]->raw_data();
+    if (passes.backward) b.dy = top[0]->raw_diff();
+    if (passes.propagate_down[0]) b.dx = bottom[0]->raw_diff();
+    if (passes.param_diffs && param_propagate_down(0)) b.dw = copy ? dw_compute_->raw_data() : blobs_[0]->raw_diff();
     b.workspace = workspace_->data();
     b.workspace_bytes = WorkspaceCapacityBytes();
-    workspace_->Reshape(std::vector<int>{FloatsFor(CudnnConvolutionMeasure(ctx_, *cudnn_, b, Describe()))});
+    const size_t bytes = std::max(CudnnConvolutionMeasure(ctx_, *cudnn_, b, Describe()), BiasSumBytes());
+    workspace_->Reshape(std::vector<int>{FloatsFor(bytes)});
     memory_bound_ = true;
   }
 
@@ -217,11 +233,10 @@ class ConvolutionLayer : public Layer {
     const float* bias = bias_term_ ? blobs_[1]->data() : nullptr;
     if (bf16_) {  // the weights rounded to bf16 (kept for Backward), bf16 activations in and out
       if (!onednn_) return;  // an empty input
-      cast::CastValues(ctx_, blobs_[0]->count(), {DataType::kBFloat16, DataType::kFloat}, weights_bf16_->raw_data(),
-                       blobs_[0]->data());
+      CopyWeightsForCompute();
       for (size_t i = 0; i < bottom.size(); ++i)
-        OneDnnConvolutionForward(*onednn_, bottom[i]->raw_data(), weights_bf16_->raw_data(), bias, top[i]->raw_data(),
-                                 onednn_scratch_->data());
+        OneDnnConvolutionForward(*onednn_, bottom[i]->raw_data(), weights_compute_->raw_data(), bias,
+                                 top[i]->raw_data(), onednn_scratch_->data());
       return;
     }
     const float* w = blobs_[0]->data();
@@ -246,7 +261,7 @@ class ConvolutionLayer : public Layer {
       for (size_t i = 0; i < top.size(); ++i) {
         void* dx = propagate_down[i] ? bottom[i]->raw_diff() : nullptr;
         if (dw || db || dx)
-          OneDnnConvolutionBackward(*onednn_, bottom[i]->raw_data(), weights_bf16_->raw_data(), top[i]->raw_diff(), dw,
+          OneDnnConvolutionBackward(*onednn_, bottom[i]->raw_data(), weights_compute_->raw_data(), top[i]->raw_diff(), dw,
                                     db, dx, onednn_scratch_->data());
       }
       return;
@@ -271,14 +286,22 @@ class ConvolutionLayer : public Layer {
   }
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* w = blobs_[0]->data();
     const float* bias = bias_term_ ? blobs_[1]->data() : nullptr;
-    for (size_t i = 0; i < bottom.size(); ++i) {
-      if (cudnn_) {
-        CudnnConvolutionForward(ctx_, *cudnn_, bottom[i]->data(), w, bias, top[i]->data(), workspace_->data(),
-                                WorkspaceBytes());
-        continue;
+    if (cudnn_) {  // in the bottoms' type and layout; the bias added by the layer's own kernel
+      const void* w = blobs_[0]->raw_data();
+      if (ReadsWeightCopy()) {
+        CopyWeightsForCompute();
+        w = weights_compute_->raw_data();
       }
+      for (size_t i = 0; i < bottom.size(); ++i) {
+        CudnnConvolutionForward(ctx_, *cudnn_, bottom[i]->raw_data(), w, top[i]->raw_data(), workspace_->data(),
+                                WorkspaceBytes());
+        if (bias) AddBias(bias, top[i]);
+      }
+      return;
+    }
+    const float* w = blobs_[0]->data();
+    for (size_t i = 0; i < bottom.size(); ++i) {
       const auto [hw, mg, kg] = GemmSizes();
       float* col = col_->data();
       for (int n = 0; n < num_; ++n) {
@@ -294,17 +317,16 @@ class ConvolutionLayer : public Layer {
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    const float* w = blobs_[0]->data();
     float* dw = param_propagate_down(0) ? blobs_[0]->diff() : nullptr;
     float* db = bias_term_ && param_propagate_down(1) ? blobs_[1]->diff() : nullptr;
+    if (cudnn_) {
+      BackwardCudnn(top, propagate_down, bottom, dw, db);
+      return;
+    }
+    const float* w = blobs_[0]->data();
     for (size_t i = 0; i < top.size(); ++i) {
       const float* dy = top[i]->diff();
       float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
-      if (cudnn_) {
-        CudnnConvolutionBackward(ctx_, *cudnn_, bottom[i]->data(), w, dy, dw, db, dx, workspace_->data(),
-                                 WorkspaceBytes());
-        continue;
-      }
       const auto [hw, mg, kg] = GemmSizes();
       if (db)
         ChannelSums(ctx_, {num_, num_output_, hw}, workspace_->data(), scale::SumOfProducts{dy, nullptr},
@@ -515,21 +537,100 @@ class ConvolutionLayer : public Layer {
     return BestMilliseconds(run);
   }
 
-  // GPU nets: the cuDNN workspace, or one image's columns; none of the CPU's buffers.
+  // ---- GPU: the cuDNN engine ------------------------------------------------------------------------
+  // Whether the computation reads a copy of the weights (weights_compute_) rather than the float
+  // master: oneDNN's bf16 code; cuDNN on 16-bit data, or channels-last ((K, R, S, C/group) weights).
+  bool ReadsWeightCopy() const {
+    if (ctx_.device() == Device::kCPU) return bf16_;
+    return compute_type_ != DataType::kFloat || channels_last_;
+  }
+
+  // A copy of the weights (its count; its order may differ), or nothing.
+  void SizeLikeWeights(Blob* copy, bool used) const {
+    if (used) {
+      copy->ReshapeLike(*blobs_[0]);
+    } else {
+      copy->Reshape(std::vector<int>{0});
+    }
+  }
+
+  // weights_compute_ = the float master weights in the compute type, transposed to (K, R, S, C/group)
+  // for a channels-last GPU computation.
+  void CopyWeightsForCompute() {
+    cast::Conversion c{compute_type_, DataType::kFloat};
+    c.transpose = ctx_.device() == Device::kGPU && channels_last_;
+    c.channels = channels_ / group_;
+    c.spatial = static_cast<int64_t>(geom_.kernel_h) * geom_.kernel_w;
+    c.to_nhwc = true;
+    cast::CastValues(ctx_, blobs_[0]->count(), c, weights_compute_->raw_data(), blobs_[0]->data());
+  }
+
+  // The tops as (planes, channels, spatial): NCHW (N, M, OH·OW), or channels-last (N·OH·OW, M, 1).
+  ChannelLayout OutputLayout() const {
+    const int64_t hw = geom_.out_size();
+    return channels_last_ ? ChannelLayout{num_ * hw, num_output_, 1} : ChannelLayout{num_, num_output_, hw};
+  }
+
+  // The bias gradient's chunked channel sums, in the workspace (kernels/channel_sums.hpp).
+  size_t BiasSumBytes() const {
+    if (!bias_term_) return 0;
+    const ChannelLayout l = OutputLayout();
+    return static_cast<size_t>(ChannelSumScratchFloats(l.num, l.channels, l.spatial, 1)) * sizeof(float);
+  }
+
+  // y += bias[m], over y's storage type and layout.
+  void AddBias(const float* bias, Blob* y) {
+    VisitStorageType(compute_type_, [&](auto zero) {
+      using T = decltype(zero);
+      T* values = y->data_as<T>();
+      MapChannels(ctx_, OutputLayout(), scale::ScaleBias{nullptr, bias}, values, static_cast<const T*>(values));
+    });
+  }
+
+  // cuDNN's gradients, in the bottoms' type and layout: db += Σ dy (the layer's own sums); dw straight
+  // into the master's diff, or, where the computation reads a weight copy, into dw_compute_ and then
+  // added to the master's (transposed back from (K, R, S, C/group)); dx written.
+  void BackwardCudnn(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom, float* dw,
+                     float* db) {
+    const bool copy = ReadsWeightCopy();
+    const void* w = copy ? weights_compute_->raw_data() : blobs_[0]->raw_data();
+    for (size_t i = 0; i < top.size(); ++i) {
+      if (db) {
+        VisitStorageType(compute_type_, [&](auto zero) {
+          using T = decltype(zero);
+          ChannelSums(ctx_, OutputLayout(), workspace_->data(), scale::SumOfProducts{top[i]->diff_as<T>(), nullptr},
+                      scale::StoreSum{true, db});
+        });
+      }
+      void* dx = propagate_down[i] ? bottom[i]->raw_diff() : nullptr;
+      void* dw_out = dw == nullptr ? nullptr : copy ? dw_compute_->raw_data() : static_cast<void*>(dw);
+      if (dw_out == nullptr && dx == nullptr) continue;
+      CudnnConvolutionBackward(ctx_, *cudnn_, bottom[i]->raw_data(), w, top[i]->raw_diff(), dw_out,
+                               /*dw_accumulates=*/!copy, dx, workspace_->data(), WorkspaceBytes());
+      if (dw && copy)
+        cast::AddValues(ctx_, blobs_[0]->count(), compute_type_, dw_compute_->raw_data(), channels_last_,
+                        channels_ / group_, static_cast<int64_t>(geom_.kernel_h) * geom_.kernel_w, dw);
+    }
+  }
+
+  // GPU nets: the cuDNN workspace (and the bias sums'), or one image's columns; none of the CPU's buffers.
   void ReshapeGpuBuffers() {
     product_->Reshape(std::vector<int>{0});
     dw_partial_->Reshape(std::vector<int>{0});
     if (cudnn_ || plan_cudnn_) {
+      SizeLikeWeights(dw_compute_, ReadsWeightCopy());
       // Once bound, the workspace cannot grow: the algorithms must fit in what it has.
       const size_t most = ctx_.gpu_settings().cudnn_workspace_limit;
       const bool bound = memory_bound_ || workspace_->data() != nullptr;
       const size_t limit = bound ? std::min(most, WorkspaceCapacityBytes()) : most;
-      const size_t bytes =
-          plan_cudnn_ ? limit : CudnnConvolutionReshape(ctx_, *cudnn_, num_, num_output_, group_, geom_, limit, Describe());
-      workspace_->Reshape(std::vector<int>{FloatsFor(bytes)});
+      const size_t bytes = plan_cudnn_ ? limit
+                                       : CudnnConvolutionReshape(ctx_, *cudnn_, num_, num_output_, group_, geom_,
+                                                                 compute_type_, channels_last_, limit, Describe());
+      workspace_->Reshape(std::vector<int>{FloatsFor(std::max(bytes, BiasSumBytes()))});
       col_->Reshape(std::vector<int>{0});
       return;
     }
+    SizeLikeWeights(dw_compute_, false);
     const int64_t col_floats = geom_.col_rows() * geom_.out_size();
     CHECK_LE(col_floats, int64_t{INT32_MAX}) << Describe() << ": column buffer too large";
     col_->Reshape(std::vector<int>{static_cast<int>(col_floats)});
@@ -596,8 +697,10 @@ class ConvolutionLayer : public Layer {
   OneDnnConvolutionPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
   OneDnnLayout onednn_layout_ = OneDnnLayout::kNative;
   bool channels_last_ = false;  // the bottoms and tops are NHWC (Blob::channels_last): oneDNN's nhwc code
-  bool bf16_ = false;              // bf16 bottoms and tops (forward_type BFLOAT16): oneDNN's bf16 code
-  Blob* weights_bf16_ = nullptr;   // bf16: the weights rounded to bf16, from Forward to Backward
+  DataType compute_type_ = DataType::kFloat;  // of the bottoms and tops, data and diffs (the Net's plan)
+  bool bf16_ = false;                  // CPU, bf16 bottoms and tops: oneDNN's bf16 code
+  Blob* weights_compute_ = nullptr;    // the weights as the computation reads them (ReadsWeightCopy), Forward to Backward
+  Blob* dw_compute_ = nullptr;         // GPU, with weights_compute_: cuDNN's weight gradient, before the master's
   Blob* onednn_scratch_ = nullptr;  // CPU: the oneDNN engine's scratchpads and reordered data (a workspace)
   bool col_holds_forward_ = false;  // col_ has the forward's columns of the only bottom
   Blob* workspace_ = nullptr;       // GPU nets: cuDNN's workspace (empty for the im2col engine)
@@ -608,14 +711,20 @@ class ConvolutionLayer : public Layer {
 
 CORTADO_REGISTER_LAYER(Convolution, ConvolutionLayer);
 
+// Channels-last and 16-bit computations are cuDNN's on the GPU (engine DEFAULT or CUDNN, in a build
+// with cuDNN) and oneDNN's on the CPU, for 2-D convolutions over axis 1.
 bool ConvolutionRunsChannelsLast(const LayerParameter& layer, Device device) {
   const ConvolutionParameter& p = layer.convolution_param();
-  return device == Device::kCPU && OneDnnEnabled() && p.axis() == 1 && !p.force_nd_im2col() &&
-         p.kernel_size_size() <= 2 && CpuEngineRule(p, false) != EngineRule::kOwn;
+  if (p.axis() != 1 || p.force_nd_im2col() || p.kernel_size_size() > 2) return false;
+  if (device == Device::kGPU) return BuiltWithCudnn() && p.engine() != ConvolutionParameter::CAFFE;
+  return OneDnnEnabled() && CpuEngineRule(p, false) != EngineRule::kOwn;
 }
 
-bool ConvolutionComputesBf16(const LayerParameter& layer, Device device) {
-  return ConvolutionRunsChannelsLast(layer, device) && OneDnnRunsBf16();
+bool ConvolutionComputesOn(const LayerParameter& layer, Type type, Device device) {
+  if (type == FLOAT) return true;
+  if (!ConvolutionRunsChannelsLast(layer, device)) return false;
+  if (device == Device::kGPU) return type == BFLOAT16 || type == FLOAT16;
+  return type == BFLOAT16 && OneDnnRunsBf16();
 }
 
 }  // namespace cortado

@@ -1,7 +1,8 @@
 // eltwise_relu.cpp — Eltwise SUM of two bottoms with a ReLU in place on the sum (a ResNet block's end),
 // run as one layer (fusion.hpp): one pass forward instead of the sum's two and the ReLU's one; backward
 // one pass per bottom, each reading y and dy, instead of the ReLU's pass and the sum's copies. The
-// arithmetic is eltwise_math.hpp's SumReLU and SumReLUBackward, on either device.
+// arithmetic is eltwise_math.hpp's SumReLU and SumReLUBackward, on either device, over float or 16-bit
+// storage (MapStored: the chain's blobs share one type).
 #include <glog/logging.h>
 
 #include "eltwise_math.hpp"
@@ -20,16 +21,17 @@ class EltwiseReLULayer : public EitherDevice<Layer> {
 
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
-    Map(ctx_, top[0]->count(), eltwise::SumReLU{c0_, c1_, slope_}, top[0]->data(), bottom[0]->data(),
-        bottom[1]->data());
+    MapStored(ctx_, top[0]->count(), eltwise::SumReLU{c0_, c1_, slope_}, top[0]->data_type(), top[0]->raw_data(),
+              static_cast<const void*>(bottom[0]->raw_data()), static_cast<const void*>(bottom[1]->raw_data()));
   }
 
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
     const float coeff[2] = {c0_, c1_};
     for (int k = 0; k < 2; ++k)
       if (propagate_down[k])
-        Map(ctx_, top[0]->count(), eltwise::SumReLUBackward{coeff[k], slope_}, bottom[k]->diff(), top[0]->data(),
-            top[0]->diff());
+        MapStored(ctx_, top[0]->count(), eltwise::SumReLUBackward{coeff[k], slope_}, top[0]->data_type(),
+                  bottom[k]->raw_diff(), static_cast<const void*>(top[0]->raw_data()),
+                  static_cast<const void*>(top[0]->raw_diff()));
   }
 
  private:

@@ -8,13 +8,20 @@
 // GPU: the same products with gpu_gemm; the bias goes in (and its gradient out) through a product
 // with a vector of M ones: a buffer of the layer's own on GPU nets (no other buffer shares its memory),
 // filled at its first use and again only when M grows past what it holds.
+// GPU, 16-bit nets: x, y, dy and dx bf16 or fp16 (the Net gives them only on the GPU), the products
+// cuBLAS's on 16-bit operands with float sums (gpu_gemm_stored): W read as a 16-bit copy rounded from the
+// float master at each forward, dW summed straight into the master's float diff; the bias and its
+// gradient per-column kernels over the 16-bit values (scale_math.hpp).
 #include <algorithm>
 
+#include "cast_math.hpp"
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
+#include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/math_gpu.hpp"
+#include "scale_math.hpp"
 
 namespace cortado {
 
@@ -37,7 +44,16 @@ class InnerProductLayer : public Layer {
     blobs_.push_back(std::make_shared<Blob>(transpose_ ? std::vector<int>{k_, num_output_}
                                                        : std::vector<int>{num_output_, k_}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
-    if (ctx_.device() == Device::kGPU && bias_term_) ones_ = AddScratch();  // keeps its ones from pass to pass
+    stored_type_ = bottom[0]->data_type();
+    CORTADO_REQUIRE(stored_type_ == DataType::kFloat || ctx_.device() == Device::kGPU, Describe(), ": ",
+                    DataTypeName(stored_type_), " bottoms on the CPU (the Net converts them to float there)");
+    if (stored_type_ != DataType::kFloat) {
+      weights_stored_ = AddStepScratch();
+      weights_stored_->set_types(stored_type_, stored_type_);
+      if (bias_term_) partials_ = AddWorkspace();
+    } else if (ctx_.device() == Device::kGPU && bias_term_) {
+      ones_ = AddScratch();  // keeps its ones from pass to pass
+    }
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {
@@ -51,6 +67,8 @@ class InnerProductLayer : public Layer {
     shape.push_back(num_output_);
     top[0]->Reshape(shape);
     if (ones_) ones_->Reshape(std::vector<int>{m_});
+    if (weights_stored_) weights_stored_->ReshapeLike(*blobs_[0]);
+    if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(m_, num_output_, 1, 1)});
   }
 
   void InitParams() override {
@@ -97,6 +115,10 @@ class InnerProductLayer : public Layer {
   }
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
+    if (weights_stored_) {
+      ForwardStored(*bottom[0], top[0]);
+      return;
+    }
     float* y = top[0]->data();
     gpu_gemm(ctx_, Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, m_, num_output_, k_, 1.0f,
              bottom[0]->data(), blobs_[0]->data(), 0.0f, y);
@@ -107,6 +129,10 @@ class InnerProductLayer : public Layer {
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
+    if (weights_stored_) {
+      BackwardStored(*top[0], propagate_down[0], bottom[0]);
+      return;
+    }
     const float* dy = top[0]->diff();
     const float* x = bottom[0]->data();
     if (param_propagate_down(0)) {
@@ -127,6 +153,47 @@ class InnerProductLayer : public Layer {
   }
 
  private:
+  // ---- GPU, 16-bit storage ----
+  // The rows of y (M, N) as a ChannelLayout whose channel is the column: the bias's per-column kernels.
+  ChannelLayout Columns() const { return {m_, num_output_, 1}; }
+
+  void ForwardStored(const Blob& bottom, Blob* top) {
+    cast::CastValues(ctx_, blobs_[0]->count(), {stored_type_, DataType::kFloat}, weights_stored_->raw_data(),
+                     blobs_[0]->data());
+    gpu_gemm_stored(ctx_, Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, m_, num_output_, k_, 1.0f, stored_type_,
+                    bottom.raw_data(), weights_stored_->raw_data(), 0.0f, stored_type_, top->raw_data());
+    if (!bias_term_) return;
+    VisitStorageType(stored_type_, [&](auto zero) {
+      using T = decltype(zero);
+      T* y = top->data_as<T>();
+      MapChannels(ctx_, Columns(), scale::ScaleBias{nullptr, blobs_[1]->data()}, y, static_cast<const T*>(y));
+    });
+  }
+
+  void BackwardStored(const Blob& top, bool propagate_down, Blob* bottom) {
+    const void* dy = top.raw_diff();
+    if (param_propagate_down(0)) {  // into the float master's diff
+      if (transpose_) {
+        gpu_gemm_stored(ctx_, Trans::kYes, Trans::kNo, k_, num_output_, m_, 1.0f, stored_type_, bottom->raw_data(), dy,
+                        1.0f, DataType::kFloat, blobs_[0]->diff());
+      } else {
+        gpu_gemm_stored(ctx_, Trans::kYes, Trans::kNo, num_output_, k_, m_, 1.0f, stored_type_, dy, bottom->raw_data(),
+                        1.0f, DataType::kFloat, blobs_[0]->diff());
+      }
+    }
+    if (bias_term_ && param_propagate_down(1)) {
+      VisitStorageType(stored_type_, [&](auto zero) {
+        using T = decltype(zero);
+        ChannelSums(ctx_, Columns(), partials_->data(), scale::SumOfProducts{top.diff_as<T>(), nullptr},
+                    scale::StoreSum{true, blobs_[1]->diff()});
+      });
+    }
+    if (propagate_down) {
+      gpu_gemm_stored(ctx_, Trans::kNo, transpose_ ? Trans::kYes : Trans::kNo, m_, k_, num_output_, 1.0f, stored_type_,
+                      dy, weights_stored_->raw_data(), 0.0f, stored_type_, bottom->raw_diff());
+    }
+  }
+
   // Queues the fill of the ones vector when its memory does not hold M ones yet: at the first pass
   // (before any CUDA graph capture, which starts at the second iteration), and when M grows (a
   // Filter ahead of the layer) or the buffer was bound elsewhere. The fill is ordered with the GEMMs
@@ -143,6 +210,9 @@ class InnerProductLayer : public Layer {
   Blob* ones_ = nullptr;            // M ones (GPU nets with a bias only), memory of its own for the whole run
   const float* ones_at_ = nullptr;  // where the ones were last written, and how many
   int ones_filled_ = 0;
+  DataType stored_type_ = DataType::kFloat;  // of x, y and their diffs (16-bit on the GPU only)
+  Blob* weights_stored_ = nullptr;  // 16-bit: W rounded to the stored type, Forward to Backward
+  Blob* partials_ = nullptr;        // 16-bit with a bias: the bias gradient's channel sums (a workspace)
 };
 
 CORTADO_REGISTER_LAYER(InnerProduct, InnerProductLayer);

@@ -28,7 +28,17 @@
 // to rounding.
 // GPU: cuda/pooling.cu (its launchers at the end of pooling_math.hpp), the same windows and arithmetic:
 // forward equals the CPU's bit for bit (STOCHASTIC's TEST values up to rounding).
+// Storage. MAX and AVE with one top compute on x, y, dy and dx of one storage type, float or 16-bit
+// (bf16, fp16: the net's plan gives this layer such blobs without Casts, PoolingComputesOn), on either
+// device: values read as float, the windows' maxima, sums and gradients in float as for float blobs,
+// each output rounded once; the argmaxes stay a float scratch. On the CPU 16-bit blobs run Cortado's
+// loops (oneDNN's pooling here is float only), the backward summing each plane in a float buffer of
+// its thread's. STOCHASTIC and a MAX with the mask top are float only.
+// Layout. On the GPU, MAX and AVE with one top also run channels-last (NHWC bottom and top,
+// PoolingRunsChannelsLast), the kernels indexing x and y through pooling_math.hpp's ImageLayout: the
+// same windows and results, argmaxes h·W + w within the plane as in NCHW. The CPU reads NCHW only.
 #include <glog/logging.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -36,12 +46,14 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cortado/error.hpp"
 #include "cortado/layer_registry.hpp"
 #include "cortado/math.hpp"
 #include "cortado/step_inputs.hpp"
+#include "channels_last.hpp"
 #include "cpu_engine_choice.hpp"
 #include "onednn_engine.hpp"
 #include "pooling_math.hpp"  // the window arithmetic; PoolShape and the GPU launchers
@@ -107,9 +119,16 @@ class PoolingLayer : public Layer {
     stochastic_ = p.pool() == PoolingParameter::STOCHASTIC;
     CORTADO_REQUIRE(!stochastic_ || (pad_h_ == 0 && pad_w_ == 0), Describe(),
                     ": padding is implemented only for AVE and MAX pooling, not STOCHASTIC");
+    // One storage type for x, y and their gradients; 16-bit for MAX and AVE with one top alone.
+    type_ = bottom[0]->data_type();
+    CORTADO_REQUIRE(bottom[0]->diff_type() == type_ && top[0]->data_type() == type_ && top[0]->diff_type() == type_,
+                    Describe(), ": the bottom and the top must have one storage type for data and diff alike");
+    CORTADO_REQUIRE(type_ == DataType::kFloat || (!stochastic_ && top.size() == 1), Describe(), ": ",
+                    DataTypeName(type_), " storage: only MAX and AVE pooling with one top compute on 16-bit "
+                    "storage (STOCHASTIC and the mask top are float)");
     if (max_ && top.size() == 1) mask_ = AddStepScratch();
     if (ctx_.device() == Device::kCPU) {
-      onednn_scratch_ = AddWorkspace();  // oneDNN's scratchpad, inside one call
+      cpu_scratch_ = AddWorkspace();  // oneDNN's scratchpad, or the 16-bit backward's float planes
       RequireOneDnnWhereAsked(p.engine() == PoolingParameter::ONEDNN, Describe());
     }
     if (stochastic_) pick_ = AddStepScratch();
@@ -121,6 +140,10 @@ class PoolingLayer : public Layer {
     CORTADO_REQUIRE(x.num_axes() == 4, Describe(), ": the bottom must be 4-D (num, channels, height, "
                     "width), got ", x.shape_string());
     planes_ = static_cast<int64_t>(x.shape(0)) * x.shape(1);
+    channels_ = x.shape(1);
+    nhwc_ = x.channels_last();
+    CORTADO_REQUIRE(!nhwc_ || (ctx_.device() == Device::kGPU && !stochastic_ && top.size() == 1), Describe(),
+                    ": a channels-last (NHWC) bottom is pooled only on the GPU, by MAX or AVE with one top");
     height_ = x.shape(2);
     width_ = x.shape(3);
     if (global_) {
@@ -131,8 +154,10 @@ class PoolingLayer : public Layer {
     out_w_ = OutputSize("width", width_, kernel_w_, pad_w_, stride_w_);
     const std::vector<int> shape{x.shape(0), x.shape(1), out_h_, out_w_};
     // After the memory plan (a Filter upstream changed the batch), the engine chosen at set-up stays.
-    const bool planned = top[0]->data() != nullptr;
+    const bool planned = top[0]->raw_data() != nullptr;
     for (Blob* y : top) y->Reshape(shape);
+    CORTADO_REQUIRE(top[0]->channels_last() == nhwc_, Describe(), ": the top must be in the bottom's layout (",
+                    nhwc_ ? "NHWC" : "NCHW", ")");
     if (mask_) mask_->Reshape(shape);
     if (pick_) pick_->Reshape(shape);
     if (ctx_.device() == Device::kCPU) ChooseCpuEngine(planned);
@@ -145,32 +170,34 @@ class PoolingLayer : public Layer {
 
  protected:
   void Forward_cpu(const BlobVec& bottom, const BlobVec& top) override {
-    const float* x = bottom[0]->data();
-    float* y = top[0]->data();
     if (stochastic_) {
-      StochasticForward(planes_, x, y);
+      StochasticForward(planes_, bottom[0]->data(), top[0]->data());
     } else if (onednn_) {
-      OneDnnPoolingForward(*onednn_, x, y, mask_ ? mask_->data() : nullptr, onednn_scratch_->data());
+      OneDnnPoolingForward(*onednn_, bottom[0]->data(), top[0]->data(), mask_ ? mask_->data() : nullptr,
+                           cpu_scratch_->data());
     } else {
-      ForwardLoops(planes_, x, y, max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : nullptr);
+      VisitStorageType(type_, [&](auto zero) {
+        using T = decltype(zero);
+        ForwardLoops(planes_, bottom[0]->data_as<T>(), top[0]->data_as<T>(), Mask(top));
+      });
     }
   }
 
   void Backward_cpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
-    const float* dy = top[0]->diff();
-    float* dx = bottom[0]->diff();
     if (onednn_) {
-      OneDnnPoolingBackward(*onednn_, dy, dx, mask_ ? mask_->data() : nullptr, onednn_scratch_->data());
+      OneDnnPoolingBackward(*onednn_, top[0]->diff(), bottom[0]->diff(), mask_ ? mask_->data() : nullptr,
+                            cpu_scratch_->data());
     } else if (stochastic_ && phase() != TRAIN) {
+      float* dx = bottom[0]->diff();
       cpu_set(bottom[0]->count(), 0.0f, dx);
-      StochasticTestBackward(planes_, bottom[0]->data(), top[0]->data(), dy, dx);
+      StochasticTestBackward(planes_, bottom[0]->data(), top[0]->data(), top[0]->diff(), dx);
     } else {
-      // TRAIN's samples route the gradient as MAX's argmaxes do.
-      const float* mask =
-          max_ ? (top.size() > 1 ? top[1]->data() : mask_->data()) : stochastic_ ? pick_->data() : nullptr;
-      BackwardLoops(planes_, dy, mask, dx);
+      VisitStorageType(type_, [&](auto zero) {
+        using T = decltype(zero);
+        BackwardLoops(planes_, top[0]->diff_as<T>(), Mask(top), bottom[0]->diff_as<T>(), cpu_scratch_->data());
+      });
     }
   }
 
@@ -181,15 +208,22 @@ class PoolingLayer : public Layer {
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
     const PoolShape s = Shape();
-    if (max_) {
-      MaxPoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data(), top.size() > 1 ? top[1]->data() : mask_->data());
-    } else if (stochastic_ && phase() == TRAIN) {
+    if (stochastic_ && phase() == TRAIN) {
       StoPoolForwardTrainGpu(ctx_, s, StepInputsOf(ctx_).device_word(seed_slot_), bottom[0]->data(), top[0]->data(),
                              pick_->data());
     } else if (stochastic_) {
       StoPoolForwardTestGpu(ctx_, s, bottom[0]->data(), top[0]->data(), pick_->data());
     } else {
-      AvePoolForwardGpu(ctx_, s, bottom[0]->data(), top[0]->data());
+      VisitStorageType(type_, [&](auto zero) {
+        using T = decltype(zero);
+        const T* x = bottom[0]->data_as<T>();
+        T* y = top[0]->data_as<T>();
+        if (max_) {
+          MaxPoolForwardGpu(ctx_, s, x, y, Mask(top));
+        } else {
+          AvePoolForwardGpu(ctx_, s, x, y);
+        }
+      });
     }
   }
 
@@ -197,21 +231,33 @@ class PoolingLayer : public Layer {
                     const BlobVec& bottom) override {
     if (!propagate_down[0]) return;
     const PoolShape s = Shape();
-    if (max_) {
-      MaxPoolBackwardGpu(ctx_, s, top[0]->diff(), top.size() > 1 ? top[1]->data() : mask_->data(),
-                         bottom[0]->diff());
-    } else if (stochastic_ && phase() == TRAIN) {
-      MaxPoolBackwardGpu(ctx_, s, top[0]->diff(), pick_->data(), bottom[0]->diff());
-    } else if (stochastic_) {
+    if (stochastic_ && phase() != TRAIN) {
       StoPoolBackwardTestGpu(ctx_, s, bottom[0]->data(), top[0]->data(), top[0]->diff(), pick_->data(),
                              bottom[0]->diff());
-    } else {
-      AvePoolBackwardGpu(ctx_, s, top[0]->diff(), bottom[0]->diff());
+      return;
     }
+    VisitStorageType(type_, [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = top[0]->diff_as<T>();
+      T* dx = bottom[0]->diff_as<T>();
+      if (Mask(top)) {
+        MaxPoolBackwardGpu(ctx_, s, dy, Mask(top), dx);
+      } else {
+        AvePoolBackwardGpu(ctx_, s, dy, dx);
+      }
+    });
   }
 
  private:
   bool StochasticTest() const { return stochastic_ && phase() != TRAIN; }
+
+  // Where MAX and AVE write, and their backward and STOCHASTIC TRAIN's read, the position each output
+  // came from: MAX's argmaxes (the mask top, else the scratch), TRAIN's samples (which route the
+  // gradient as argmaxes do); null for AVE. (STOCHASTIC TEST keeps its window sums in pick_.)
+  float* Mask(const BlobVec& top) const {
+    if (max_) return (top.size() > 1 ? top[1] : mask_)->data();
+    return stochastic_ ? pick_->data() : nullptr;
+  }
 
   // The seed of one Forward's STOCHASTIC draws, from the context's RNG.
   uint64_t DrawSeed() {
@@ -220,13 +266,14 @@ class PoolingLayer : public Layer {
     return (high << 32) | rng();
   }
 
-  // MAX (argmaxes into `mask`) or AVE with Cortado's loops, OpenMP over the planes.
-  void ForwardLoops(int64_t planes, const float* x, float* y, float* mask) const {
+  // MAX (argmaxes into `mask`) or AVE with Cortado's loops, OpenMP over the planes, on storage type T.
+  template <typename T>
+  void ForwardLoops(int64_t planes, const T* x, T* y, float* mask) const {
     const int64_t in_plane = static_cast<int64_t>(height_) * width_, out_plane = static_cast<int64_t>(out_h_) * out_w_;
 #pragma omp parallel for schedule(static) if (planes * out_plane >= 16384)
     for (int64_t c = 0; c < planes; ++c) {
-      const float* in = x + c * in_plane;
-      float* out = y + c * out_plane;
+      const T* in = x + c * in_plane;
+      T* out = y + c * out_plane;
       if (!max_) {
         AvePlane(in, out);
       } else if (kernel_h_ == 2 && kernel_w_ == 2) {
@@ -239,44 +286,60 @@ class PoolingLayer : public Layer {
     }
   }
 
-  // dx = the gradient through the argmaxes or samples in `mask`, or AVE's (mask null).
-  void BackwardLoops(int64_t planes, const float* dy, const float* mask, float* dx) const {
+  // dx = the gradient through the argmaxes or samples in `mask`, or AVE's (mask null), on storage type
+  // T: summed in float, for float storage in dx itself, for 16-bit in `sums` (threads_ planes of float,
+  // one per thread), each element then rounded once.
+  template <typename T>
+  void BackwardLoops(int64_t planes, const T* dy, const float* mask, T* dx, float* sums) const {
     const int64_t in_plane = static_cast<int64_t>(height_) * width_, out_plane = static_cast<int64_t>(out_h_) * out_w_;
-#pragma omp parallel for schedule(static) if (planes * in_plane >= 16384)
+    const int threads = std::is_same_v<T, float> ? omp_get_max_threads() : std::min(threads_, omp_get_max_threads());
+#pragma omp parallel for schedule(static) num_threads(threads) if (planes * in_plane >= 16384)
     for (int64_t c = 0; c < planes; ++c) {
-      const float* g = dy + c * out_plane;
-      float* d = dx + c * in_plane;
+      const T* g = dy + c * out_plane;
+      float* d;
+      if constexpr (std::is_same_v<T, float>) {
+        d = dx + c * in_plane;
+      } else {
+        d = sums + omp_get_thread_num() * in_plane;
+      }
       std::fill(d, d + in_plane, 0.0f);
       if (mask) {
         const float* m = mask + c * out_plane;
         for (int64_t q = 0; q < out_plane; ++q)
-          if (m[q] >= 0) d[static_cast<int64_t>(m[q])] += g[q];
+          if (m[q] >= 0) d[static_cast<int64_t>(m[q])] += ToFloat(g[q]);
       } else {
         AveBackwardPlane(g, d);
+      }
+      if constexpr (!std::is_same_v<T, float>) {
+        for (int64_t i = 0; i < in_plane; ++i) dx[c * in_plane + i] = FromFloat<T>(d[i]);
       }
     }
   }
 
   // ---- CPU: choosing the engine ---------------------------------------------------------------------
-  // Whether oneDNN computes what Caffe does for this layer and shape: MAX without a mask top (oneDNN
-  // keeps its argmaxes its own way), AVE when no window reaches past the padded image on the right or
-  // bottom (Caffe divides a window cut there by its smaller size, oneDNN by the kernel's).
+  // Whether oneDNN computes what Caffe does for this layer and shape: float storage (oneDNN's pooling
+  // here is float only), MAX without a mask top (oneDNN keeps its argmaxes its own way), AVE when no
+  // window reaches past the padded image on the right or bottom (Caffe divides a window cut there by
+  // its smaller size, oneDNN by the kernel's).
   bool OneDnnCanRun() const {
-    if (stochastic_ || (max_ && !mask_)) return false;
+    if (type_ != DataType::kFloat || stochastic_ || (max_ && !mask_)) return false;
     return max_ || ((out_h_ - 1) * stride_h_ + kernel_h_ <= height_ + 2 * pad_h_ &&
                     (out_w_ - 1) * stride_w_ + kernel_w_ <= width_ + 2 * pad_w_);
   }
 
   // Sets onednn_ (null: Cortado's loops) for the current shape: from the prototxt's engine and the CPU
   // engine setting, timing the two when both leave the choice open. `planned`: the memory plan is made,
-  // and the engine chosen then stays, within the buffers planned for it.
+  // and the engine chosen then stays, within the buffers planned for it. 16-bit storage: Cortado's
+  // loops, their backward's float planes in the scratch (as many threads as planned for).
   void ChooseCpuEngine(bool planned) {
     const EngineRule rule = CpuEngineRule(param_.pooling_param(), ctx_.plan_only());
     bool use_onednn = rule != EngineRule::kOwn && OneDnnCanRun();
     bool timed = use_onednn && rule == EngineRule::kTimed;
     if (planned) use_onednn = onednn_ != nullptr, timed = false;
     onednn_.reset();
-    onednn_scratch_->Reshape(std::vector<int>{0});
+    if (!planned) threads_ = omp_get_max_threads();
+    const int64_t sums = type_ == DataType::kFloat ? 0 : threads_ * static_cast<int64_t>(height_) * width_;
+    cpu_scratch_->Reshape(std::vector<int>{static_cast<int>(sums)});
     if (!use_onednn || planes_ == 0) return;
     if (timed && ChooseEngineByTiming(ShapeKey(), Describe(), TimingCandidates()) == 0) return;
     std::string why;
@@ -286,7 +349,7 @@ class PoolingLayer : public Layer {
       LOG(INFO) << Describe() << ": oneDNN has no pooling for this shape (" << why << "): Cortado's";
       return;
     }
-    FitOneDnnBuffers(Describe(), planned, OneDnnPoolingScratchBytes(*onednn_), *onednn_scratch_,
+    FitOneDnnBuffers(Describe(), planned, OneDnnPoolingScratchBytes(*onednn_), *cpu_scratch_,
                      OneDnnPoolingWorkspaceBytes(*onednn_), mask_, mask_ ? static_cast<int>(mask_->count()) : 0);
   }
 
@@ -315,7 +378,7 @@ class PoolingLayer : public Layer {
                std::vector<float> y(b[1].size()), mask(max_ ? b[1].size() : 0), dx(b[0].size());
                return BestMilliseconds([&] {
                  ForwardLoops(s.planes, b[0].data(), y.data(), max_ ? mask.data() : nullptr);
-                 BackwardLoops(s.planes, b[1].data(), max_ ? mask.data() : nullptr, dx.data());
+                 BackwardLoops(s.planes, b[1].data(), max_ ? mask.data() : nullptr, dx.data(), nullptr);
                });
              }},
             {"onednn", [this, s, buffers](std::string* why) {
@@ -382,7 +445,8 @@ class PoolingLayer : public Layer {
   }
 
   PoolShape Shape() const {
-    return {planes_, height_, width_, out_h_, out_w_, kernel_h_, kernel_w_, pad_h_, pad_w_, stride_h_, stride_w_};
+    return {planes_,  height_,   width_,   out_h_,    out_w_,    kernel_h_, kernel_w_,
+            pad_h_,   pad_w_,    stride_h_, stride_w_, channels_, nhwc_};
   }
 
   int OutputSize(const char* axis, int size, int kernel, int pad, int stride) const {
@@ -397,12 +461,18 @@ class PoolingLayer : public Layer {
     return out;
   }
 
+  // One NCHW plane of the CPU's, for pooling_math.hpp's window functions.
+  template <typename T>
+  PoolPlane<T> Plane(const T* in) const {
+    return {in, width_, 1};
+  }
+
   // The window of output row/column o along one axis: [*lo, *hi) clipped to the image; the
   // return value is the window's length clipped to the padded image (AVE's divisor).
   // kK > 0: the kernel is kK × kK, and windows that lie wholly inside the image (all but a border)
   // run in a separate loop of fixed-length windows without clipping; kK = 0: any kernel.
-  template <int kK>
-  void MaxPlane(const float* in, float* out, float* mask) const {
+  template <int kK, typename T>
+  void MaxPlane(const T* in, T* out, float* mask) const {
     const int out_w = out_w_, width = width_, stride_w = stride_w_, pad_w = pad_w_;
     // Output columns [inner_lo, inner_hi) have windows wholly inside the image's columns.
     const int last_start = width + pad_w - kernel_w_;  // a whole window starts at pw·stride_w ≤ this
@@ -414,8 +484,10 @@ class PoolingLayer : public Layer {
       if (kK > 0 && h1 - h0 == kK) {
         MaxClipped(in, h0, h1, 0, inner_lo, out, mask);
         for (int pw = inner_lo; pw < inner_hi; ++pw) {
+          float best;
           int arg;
-          MaxOfWindow(in, width, h0, kK, pw * stride_w - pad_w, kK, out + pw, &arg);
+          MaxOfWindow(Plane(in), h0, kK, pw * stride_w - pad_w, kK, &best, &arg);
+          out[pw] = FromFloat<T>(best);
           mask[pw] = static_cast<float>(arg);
         }
         MaxClipped(in, h0, h1, inner_hi, out_w, out, mask);
@@ -426,35 +498,39 @@ class PoolingLayer : public Layer {
   }
 
   // Output columns [pw_lo, pw_hi) of one output row whose windows span image rows [h0, h1).
-  void MaxClipped(const float* in, int h0, int h1, int pw_lo, int pw_hi, float* out, float* mask) const {
+  template <typename T>
+  void MaxClipped(const T* in, int h0, int h1, int pw_lo, int pw_hi, T* out, float* mask) const {
     for (int pw = pw_lo; pw < pw_hi; ++pw) {
       int w0, w1, arg = -1;
       PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
-      out[pw] = 0.0f;
-      if (h0 < h1 && w0 < w1) MaxOfWindow(in, width_, h0, h1 - h0, w0, w1 - w0, out + pw, &arg);
+      float best = 0.0f;
+      if (h0 < h1 && w0 < w1) MaxOfWindow(Plane(in), h0, h1 - h0, w0, w1 - w0, &best, &arg);
+      out[pw] = FromFloat<T>(best);
       mask[pw] = static_cast<float>(arg);
     }
   }
 
-
-  void AvePlane(const float* in, float* out) const {
+  template <typename T>
+  void AvePlane(const T* in, T* out) const {
     for (int ph = 0; ph < out_h_; ++ph) {
       int h0, h1, w0, w1;
       const int size_h = PoolWindow(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
       for (int pw = 0; pw < out_w_; ++pw) {
         const int size_w = PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
-        out[ph * out_w_ + pw] = AverageOfWindow(in, width_, h0, h1, w0, w1, size_h, size_w);
+        out[ph * out_w_ + pw] = FromFloat<T>(AverageOfWindow(Plane(in), h0, h1, w0, w1, size_h, size_w));
       }
     }
   }
 
-  void AveBackwardPlane(const float* dy, float* dx) const {
+  // dx (float sums) += each output's dy / its window's size over the window.
+  template <typename T>
+  void AveBackwardPlane(const T* dy, float* dx) const {
     for (int ph = 0; ph < out_h_; ++ph) {
       int h0, h1, w0, w1;
       const int size_h = PoolWindow(ph, stride_h_, pad_h_, kernel_h_, height_, &h0, &h1);
       for (int pw = 0; pw < out_w_; ++pw) {
         const int size_w = PoolWindow(pw, stride_w_, pad_w_, kernel_w_, width_, &w0, &w1);
-        const float g = dy[ph * out_w_ + pw] / static_cast<float>(size_h * size_w);
+        const float g = ToFloat(dy[ph * out_w_ + pw]) / static_cast<float>(size_h * size_w);
         for (int h = h0; h < h1; ++h)
           for (int w = w0; w < w1; ++w) dx[h * width_ + w] += g;
       }
@@ -462,16 +538,39 @@ class PoolingLayer : public Layer {
   }
 
   bool max_ = true, stochastic_ = false, global_ = false;
+  DataType type_ = DataType::kFloat;  // x's, y's and their gradients' storage type
+  bool nhwc_ = false;                 // x and y channels-last (the GPU only)
   int seed_slot_ = -1;  // GPU, STOCHASTIC, TRAIN: the seed's StepInputs slot (PrepareStep draws it)
   int kernel_h_ = 0, kernel_w_ = 0, pad_h_ = 0, pad_w_ = 0, stride_h_ = 1, stride_w_ = 1;
   int height_ = 0, width_ = 0, out_h_ = 0, out_w_ = 0;
   int64_t planes_ = 0;  // num · channels
+  int channels_ = 0;
+  int threads_ = 1;  // CPU, 16-bit storage: BackwardLoops' threads at most (its float planes in cpu_scratch_)
   Blob* mask_ = nullptr;  // argmax when there is no mask top (MAX only); oneDNN's workspace with its engine
   OneDnnPoolingPtr onednn_{nullptr, nullptr};  // CPU, oneDNN engine: the primitives for this shape
-  Blob* onednn_scratch_ = nullptr;              // CPU: oneDNN's scratchpad (a workspace)
+  Blob* cpu_scratch_ = nullptr;  // CPU, a workspace: oneDNN's scratchpad, or 16-bit BackwardLoops' float planes
   Blob* pick_ = nullptr;  // STOCHASTIC: TRAIN the sampled indices, TEST the window sums
 };
 
 CORTADO_REGISTER_LAYER(Pooling, PoolingLayer);
+
+namespace {
+
+// MAX and AVE with one top: what runs on 16-bit storage and channels-last (the argmax top and
+// STOCHASTIC are float and NCHW).
+bool MaxOrAveWithOneTop(const LayerParameter& layer) {
+  const PoolingParameter::PoolMethod pool = layer.pooling_param().pool();
+  return (pool == PoolingParameter::MAX || pool == PoolingParameter::AVE) && layer.top_size() == 1;
+}
+
+}  // namespace
+
+bool PoolingComputesOn(const LayerParameter& layer, Type type, Device) {
+  return type == FLOAT || ((type == BFLOAT16 || type == FLOAT16) && MaxOrAveWithOneTop(layer));
+}
+
+bool PoolingRunsChannelsLast(const LayerParameter& layer, Device device) {
+  return device == Device::kGPU && MaxOrAveWithOneTop(layer);
+}
 
 }  // namespace cortado

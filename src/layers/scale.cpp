@@ -11,12 +11,15 @@
 //   dβ[d] += Σ_{o, i} dy.
 // In place: x is copied to a scratch buffer first, for dγ. Sums run in double. The arithmetic is
 // scale_math.hpp's, on either device (the GPU's sums chunked, their partials in a workspace).
+// Storage: with one bottom, x, y, dy and dx are float or 16-bit (bf16 or fp16, one type for all: the
+// net's plan gives this layer such blobs without Casts), read as float, each output its float result
+// rounded once; γ, β and their gradients stay float. With two bottoms everything is float.
 #include "axis_operand.hpp"
 #include "cortado/error.hpp"
 #include "cortado/filler.hpp"
+#include "cortado/kernels/arithmetic.hpp"    // Scaled
 #include "cortado/kernels/channel_sums.hpp"  // ChannelSumScratchFloats
 #include "cortado/layer_registry.hpp"
-#include "cortado/math_gpu.hpp"             // copy_on
 #include "scale_math.hpp"
 
 namespace cortado {
@@ -63,7 +66,10 @@ class ScaleLayer : public EitherDevice<Layer> {
       inner_ = 1;
     }
     if (top[0] != bottom[0]) top[0]->ReshapeLike(x);
-    if (x_copy_) x_copy_->ReshapeLike(x);
+    if (x_copy_) {
+      x_copy_->ReshapeLike(x);
+      x_copy_->set_types(x.data_type(), x.diff_type());  // a copy of x in x's storage
+    }
     if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(outer_, dim_, inner_, 1)});
   }
 
@@ -79,25 +85,33 @@ class ScaleLayer : public EitherDevice<Layer> {
 
  protected:
   void Forward_any(const BlobVec& bottom, const BlobVec& top) override {
-    if (x_copy_) copy_on(ctx_, bottom[0]->count(), bottom[0]->data(), x_copy_->data());
-    const float* bias = bias_index_ >= 0 ? blobs_[bias_index_]->data() : nullptr;
-    MapChannels(ctx_, Layout(), scale::ScaleBias{Scale(bottom)->data(), bias}, top[0]->data(), bottom[0]->data());
+    VisitStorageType(bottom[0]->data_type(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* x = bottom[0]->data_as<T>();
+      // In place, x is kept for dγ: a copy (1 · x, exact in float and back in any storage type).
+      if (x_copy_) Map(ctx_, bottom[0]->count(), arithmetic::Scaled{1.0f}, x_copy_->data_as<T>(), x);
+      const float* bias = bias_index_ >= 0 ? blobs_[bias_index_]->data() : nullptr;
+      MapChannels(ctx_, Layout(), scale::ScaleBias{Scale(bottom)->data(), bias}, top[0]->data_as<T>(), x);
+    });
   }
 
   void Backward_any(const BlobVec& top, const std::vector<bool>& propagate_down, const BlobVec& bottom) override {
-    const float* dy = top[0]->diff();
-    float* scratch = partials_ ? partials_->data() : nullptr;
-    // Parameter and bottom[1] gradients first: in place, dx overwrites dy.
-    if (bias_index_ >= 0 && param_propagate_down(bias_index_))
-      ChannelSums(ctx_, Layout(), scratch, scale::SumOfProducts{dy, nullptr},
-                  scale::StoreSum{true, blobs_[bias_index_]->diff()});
-    if (ScaleGradientWanted(propagate_down)) {
-      const float* x = x_copy_ ? x_copy_->data() : bottom[0]->data();
-      ChannelSums(ctx_, Layout(), scratch, scale::SumOfProducts{dy, x},
-                  scale::StoreSum{bottom.size() == 1, Scale(bottom)->diff()});
-    }
-    if (!propagate_down[0]) return;
-    MapChannels(ctx_, Layout(), scale::ScaleBias{Scale(bottom)->data(), nullptr}, bottom[0]->diff(), dy);
+    VisitStorageType(top[0]->diff_type(), [&](auto zero) {
+      using T = decltype(zero);
+      const T* dy = top[0]->diff_as<T>();
+      float* scratch = partials_ ? partials_->data() : nullptr;
+      // Parameter and bottom[1] gradients first: in place, dx overwrites dy.
+      if (bias_index_ >= 0 && param_propagate_down(bias_index_))
+        ChannelSums(ctx_, Layout(), scratch, scale::SumOfProducts{dy, nullptr},
+                    scale::StoreSum{true, blobs_[bias_index_]->diff()});
+      if (ScaleGradientWanted(propagate_down)) {
+        const T* x = (x_copy_ ? x_copy_ : bottom[0])->data_as<T>();
+        ChannelSums(ctx_, Layout(), scratch, scale::SumOfProducts{dy, x},
+                    scale::StoreSum{bottom.size() == 1, Scale(bottom)->diff()});
+      }
+      if (!propagate_down[0]) return;
+      MapChannels(ctx_, Layout(), scale::ScaleBias{Scale(bottom)->data(), nullptr}, bottom[0]->diff_as<T>(), dy);
+    });
   }
 
  private:

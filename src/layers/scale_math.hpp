@@ -1,7 +1,9 @@
 // scale_math.hpp — the arithmetic of Scale and Bias, once for both devices (kernels/for_each.hpp), over
 // the bottom read as (outer, dim, inner), a ChannelLayout whose channel d is γ's or β's element d:
-// y = x · γ[d] + β[d] (MapChannels), and the parameter gradients' per-d sums (ChannelSums).
-// scale.cpp and bias.cpp run them; cuda/scale_math.cu instantiates them for the GPU.
+// y = x · γ[d] + β[d] (MapChannels), and the parameter gradients' per-d sums (ChannelSums). x, y and
+// their gradients may be float or 16-bit storage (read as float, results rounded once); γ, β and the
+// sums' results are float. scale.cpp, bias.cpp and the convolutions' bias run them;
+// cuda/scale_math.cu instantiates them for the GPU.
 #pragma once
 
 #include <cstdint>
@@ -20,15 +22,20 @@ struct ScaleBias {
   }
 };
 
-// Σ a · b over the elements of d, b null reading as 1.
+// Σ a · b over the elements of d, b null reading as 1; a and b of storage type T (float, BFloat16 or
+// Float16), read as float. SumOfProducts{a, b} takes T from a (b may be nullptr).
+template <typename T>
 struct SumOfProducts {
   static constexpr int kSums = 1;
-  const float* a;
-  const float* b;
+  const T* a;
+  const T* b;
   CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const {
-    sum[0] += b ? static_cast<double>(a[i]) * b[i] : a[i];
+    const float v = ToFloat(a[i]);
+    sum[0] += b ? static_cast<double>(v) * ToFloat(b[i]) : v;
   }
 };
+template <typename T, typename B>
+SumOfProducts(const T*, B) -> SumOfProducts<T>;
 
 // out[d] = (accumulate ? out[d] : 0) + Σ: a learned blob's diff accumulates, a bottom's is written.
 struct StoreSum {

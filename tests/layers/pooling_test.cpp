@@ -2,7 +2,9 @@
 // AVE against hand-worked values and a direct loop over the padded window, the mask top, gradients;
 // STOCHASTIC: TEST values by hand and their gradient, TRAIN samples (always in the window, never a
 // zero, frequencies proportional to the values, reproducible by seed) and the routing of their
-// gradient; and the user errors.
+// gradient; MAX and AVE on 16-bit storage (the float pooling of the same values, rounded once, by
+// Cortado's loops whatever the engine asked) and what the net's storage plan is told; and the user
+// errors.
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -14,6 +16,8 @@
 
 #include "cortado/error.hpp"
 #include "cpu_engines.hpp"
+#include "typed_pooling.hpp"
+#include "layers/channels_last.hpp"  // PoolingComputesOn, PoolingRunsChannelsLast
 #include "test_util.hpp"
 
 namespace cortado::test {
@@ -399,6 +403,75 @@ TEST(Pooling, StochasticTrainIsReproducibleBySeed) {
   EXPECT_NE(a.first, c.first);
 }
 
+// ---- 16-bit storage ---------------------------------------------------------------------------------
+
+// MAX and AVE on bf16 and fp16 blobs (x, y, dy, dx) give, forward and backward, exactly the float
+// layer's results on the same 16-bit values, each rounded once: the same windows, maxima (ties to the
+// first) and float sums, in the same order. The windows: the CPU's 2×2 and 3×3 paths, padding, CEIL
+// windows cut by the border, an empty window, overlapping windows (several gradients summed into one
+// dx before its rounding) and global pooling. oneDNN, asked for or not, is not chosen: its pooling here
+// is float only.
+TEST(Pooling, SixteenBitStorageIsTheFloatPoolingRoundedOnce) {
+  const std::vector<int> shape{2, 3, 7, 8};
+  const char* windows[] = {
+      "pool: MAX kernel_size: 2 stride: 2",
+      "pool: MAX kernel_size: 3 stride: 2 pad: 1",
+      "pool: MAX kernel_size: 3 stride: 2",  // CEIL: the last column of windows is cut
+      "pool: MAX kernel_size: 3 stride: 1",
+      "pool: MAX kernel_h: 3 kernel_w: 2 stride_h: 2 stride_w: 1 pad_h: 1 pad_w: 0 round_mode: FLOOR",
+      "pool: MAX kernel_size: 1 stride: 3",  // CEIL leaves the last column's windows empty
+      "pool: MAX global_pooling: true",
+      "pool: AVE kernel_size: 3 stride: 2 pad: 1",
+      "pool: AVE kernel_size: 3 stride: 2",
+      "pool: AVE kernel_size: 3 stride: 1 pad: 1",
+      "pool: AVE kernel_h: 2 kernel_w: 3 stride_h: 3 stride_w: 2 pad_h: 1 pad_w: 2",
+      "pool: AVE kernel_size: 1 stride: 3",
+      "pool: AVE global_pooling: true",
+  };
+  int nonzero_dx = 0;
+  for (DataType type : {DataType::kBFloat16, DataType::kFloat16})
+    for (const char* window : windows)
+      for (const std::string& engine : PrototxtCpuEngines()) {
+        const std::string text = std::string("type: 'Pooling' pooling_param { ") + window + " engine: ";
+        SCOPED_TRACE(std::string(DataTypeName(type)) + " " + window + " engine: " + engine);
+        TypedPooling half(text + engine + " }", shape, type);
+        TypedPooling full(text + "CAFFE }", shape, DataType::kFloat);
+        EXPECT_STREQ(half.layer().chosen_engine(), "caffe");
+        ASSERT_EQ(half.top().shape(), full.top().shape());
+        ASSERT_EQ(half.top().data_type(), type);
+        const std::vector<float> x = GaussianIn(type, Blob(shape).count(), 3);
+        const std::vector<float> dy = GaussianIn(type, half.top().count(), 4);
+        half.Run(x, dy);
+        full.Run(x, dy);
+        for (size_t i = 0; i < half.y.size(); ++i) ASSERT_EQ(half.y[i], RoundedTo(type, full.y[i])) << "y " << i;
+        for (size_t i = 0; i < half.dx.size(); ++i) {
+          ASSERT_EQ(half.dx[i], RoundedTo(type, full.dx[i])) << "dx " << i;
+          nonzero_dx += half.dx[i] != 0;
+        }
+      }
+  EXPECT_GT(nonzero_dx, 1000);  // the gradients were exercised
+}
+
+// What the net's storage plan asks (channels_last.hpp): 16-bit for MAX and AVE with one top on either
+// device, float only for STOCHASTIC and a MAX with the mask top; NHWC on the GPU alone, for the same.
+TEST(Pooling, TellsThePlanWhereItComputesOn16BitsAndChannelsLast) {
+  const LayerParameter max = ParseLayer("type: 'Pooling' top: 'y' pooling_param { pool: MAX kernel_size: 2 }");
+  const LayerParameter ave = ParseLayer("type: 'Pooling' top: 'y' pooling_param { pool: AVE kernel_size: 2 }");
+  const LayerParameter masked =
+      ParseLayer("type: 'Pooling' top: 'y' top: 'mask' pooling_param { pool: MAX kernel_size: 2 }");
+  const LayerParameter stochastic =
+      ParseLayer("type: 'Pooling' top: 'y' pooling_param { pool: STOCHASTIC kernel_size: 2 }");
+  for (Device device : {Device::kCPU, Device::kGPU}) {
+    for (const LayerParameter* layer : {&max, &ave, &masked, &stochastic}) {
+      const bool typed = layer == &max || layer == &ave;
+      EXPECT_TRUE(PoolingComputesOn(*layer, FLOAT, device));
+      EXPECT_EQ(PoolingComputesOn(*layer, BFLOAT16, device), typed) << layer->DebugString();
+      EXPECT_EQ(PoolingComputesOn(*layer, FLOAT16, device), typed) << layer->DebugString();
+      EXPECT_EQ(PoolingRunsChannelsLast(*layer, device), typed && device == Device::kGPU) << layer->DebugString();
+    }
+  }
+}
+
 namespace {
 std::string ErrorOf(const std::string& pool_param, const std::vector<int>& shape, int tops = 1) {
   try {
@@ -424,6 +497,21 @@ TEST(Pooling, UserErrors) {
   EXPECT_NE(ErrorOf("kernel_size: 2", {1, 4, 4}).find("4-D"), std::string::npos);
   // Only MAX has a mask top.
   EXPECT_NE(ErrorOf("pool: AVE kernel_size: 2", {1, 1, 4, 4}, 2).find("at most 1 top"), std::string::npos);
+  // 16-bit storage for MAX and AVE with one top alone; channels-last on the GPU alone.
+  const auto typed_error = [](const std::string& pool_param, DataType type, bool nhwc, int tops) {
+    return ErrorOf([&] {
+      TypedPooling("name: 'pool7' type: 'Pooling' pooling_param { " + pool_param + " }", {1, 2, 4, 4}, type, nhwc,
+                   Device::kCPU, tops);
+    });
+  };
+  const std::string mask_top = typed_error("pool: MAX kernel_size: 2", DataType::kBFloat16, false, 2);
+  EXPECT_NE(mask_top.find("pool7"), std::string::npos) << mask_top;
+  EXPECT_NE(mask_top.find("only MAX and AVE pooling with one top compute on 16-bit storage"), std::string::npos)
+      << mask_top;
+  EXPECT_NE(typed_error("pool: STOCHASTIC kernel_size: 2", DataType::kFloat16, false, 1).find("16-bit storage"),
+            std::string::npos);
+  const std::string nhwc = typed_error("pool: MAX kernel_size: 2", DataType::kFloat, true, 1);
+  EXPECT_NE(nhwc.find("channels-last (NHWC) bottom is pooled only on the GPU"), std::string::npos) << nhwc;
 }
 
 }  // namespace cortado::test

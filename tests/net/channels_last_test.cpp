@@ -1,13 +1,15 @@
 // channels_last_test.cpp — NHWC nets (NetParameter.layout, net_precision.cpp): the layers that compute
-// channels-last do (Convolution through oneDNN's nhwc code, BatchNorm, Scale, element-wise layers),
-// Casts transpose where a reader wants NCHW, and an NHWC net trains the weights the NCHW net trains,
-// within float rounding. The weights files are the same layout either way.
+// channels-last do (Convolution through oneDNN's nhwc code on the CPU and cuDNN's on the GPU,
+// BatchNorm, Scale, element-wise layers), Casts transpose where a reader wants NCHW, and an NHWC net
+// trains the weights the NCHW net trains, within float rounding, on either device and in 16 bits. The
+// weights files are the same layout either way.
 #include <cmath>
 #include <cstdio>
 
 #include "cortado/cpu_engine.hpp"
 #include "cortado/io.hpp"
 #include "cortado/solver.hpp"
+#include "gpu/gpu_compare.hpp"  // SKIP_WITHOUT_GPU
 #include "test_util.hpp"
 
 namespace cortado::test {
@@ -84,36 +86,51 @@ TEST(ChannelsLast, NhwcNetComputesChannelsLastWhereItCanAndCastsElsewhere) {
   EXPECT_EQ(CountLayers(plain, "Cast"), 0);
 }
 
-// Ten SGD steps with momentum from the same weights and inputs: every weight the same within float
-// rounding (the sums run in other orders), and the .caffemodel blobs in the same (Caffe's) layout.
+// Ten SGD steps with momentum from the same weights and inputs, on `mode`'s device: the weights
+// (the solver's flat parameter array) and the net as a weights file would hold it.
+std::pair<std::vector<float>, NetParameter> TrainTenSteps(Packing layout, Type precision,
+                                                          SolverParameter::SolverMode mode = SolverParameter::CPU) {
+  SolverParameter param;
+  ReadProtoFromTextString("base_lr: 0.05 momentum: 0.9 weight_decay: 0.001 lr_policy: 'fixed' display: 0 "
+                          "random_seed: 4 snapshot_after_train: false",
+                          &param);
+  ReadProtoFromTextString(kNet, param.mutable_net_param());
+  param.set_solver_mode(mode);
+  param.set_layout(layout);
+  param.set_precision(precision);
+  param.set_snapshot_prefix(TempDir() + "/layout");
+  Solver solver(param);
+  FillInputs(solver.net());
+  const float first = solver.net()->Forward();
+  solver.Step(10);
+  const float last = solver.net()->Forward();
+  EXPECT_LT(last, first);
+  NetParameter weights;
+  solver.net()->ToProto(&weights);
+  std::vector<float> values;
+  for (const Blob* p : solver.net()->learnable_params()) {
+    const std::vector<float> v = p->ReadData();
+    values.insert(values.end(), v.begin(), v.end());
+  }
+  return {values, weights};
+}
+
+// The largest difference between two runs' weights, relative to max(1, |a|).
+double LargestRelativeDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  EXPECT_EQ(a.size(), b.size());
+  double worst = 0;
+  for (size_t i = 0; i < a.size() && i < b.size(); ++i)
+    worst = std::max(worst, std::fabs(double(b[i]) - a[i]) / std::max(1.0, std::fabs(double(a[i]))));
+  return worst;
+}
+
+// Every weight the same within float rounding (the sums run in other orders), and the .caffemodel
+// blobs in the same (Caffe's) layout.
 TEST(ChannelsLast, NhwcAndNchwTrainTheSameWeights) {
   if (!OneDnnEnabled()) GTEST_SKIP() << "channels-last convolutions on the CPU need oneDNN (libdnnl-dev)";
-  auto train = [](Packing layout, Type precision) {
-    SolverParameter param;
-    ReadProtoFromTextString("base_lr: 0.05 momentum: 0.9 weight_decay: 0.001 lr_policy: 'fixed' display: 0 "
-                            "random_seed: 4 solver_mode: CPU snapshot_after_train: false",
-                            &param);
-    ReadProtoFromTextString(kNet, param.mutable_net_param());
-    param.set_layout(layout);
-    param.set_precision(precision);
-    param.set_snapshot_prefix(TempDir() + "/layout");
-    Solver solver(param);
-    FillInputs(solver.net());
-    const float first = solver.net()->Forward();
-    solver.Step(10);
-    const float last = solver.net()->Forward();
-    EXPECT_LT(last, first);
-    NetParameter weights;
-    solver.net()->ToProto(&weights);
-    return std::make_pair(std::vector<float>(solver.net()->param_data(), solver.net()->param_data() + solver.net()->param_count()),
-                          weights);
-  };
-  const auto [nchw, nchw_model] = train(NCHW, FLOAT);
-  const auto [nhwc, nhwc_model] = train(NHWC, FLOAT);
-  ASSERT_EQ(nhwc.size(), nchw.size());
-  double worst = 0;
-  for (size_t i = 0; i < nchw.size(); ++i)
-    worst = std::max(worst, std::fabs(double(nhwc[i]) - nchw[i]) / std::max(1.0, std::fabs(double(nchw[i]))));
+  const auto [nchw, nchw_model] = TrainTenSteps(NCHW, FLOAT);
+  const auto [nhwc, nhwc_model] = TrainTenSteps(NHWC, FLOAT);
+  const double worst = LargestRelativeDifference(nchw, nhwc);
   std::printf("NHWC against NCHW after 10 steps: largest relative weight difference %.3g\n", worst);
   EXPECT_LT(worst, 1e-4);
   EXPECT_NE(nhwc, nchw);  // not the same code: a test that could not tell them apart would prove nothing
@@ -132,10 +149,46 @@ TEST(ChannelsLast, NhwcAndNchwTrainTheSameWeights) {
       }
   EXPECT_GE(compared, 10);
   // bf16 and NHWC together: the bf16 NCHW net's weights within bf16 rounding.
-  const auto [bf16_nchw, unused1] = train(NCHW, BFLOAT16);
-  const auto [bf16_nhwc, unused2] = train(NHWC, BFLOAT16);
-  for (size_t i = 0; i < bf16_nchw.size(); ++i)
-    ASSERT_NEAR(bf16_nhwc[i], bf16_nchw[i], 0.02 * std::max(1.0f, std::fabs(bf16_nchw[i]))) << i;
+  EXPECT_LT(LargestRelativeDifference(TrainTenSteps(NCHW, BFLOAT16).first, TrainTenSteps(NHWC, BFLOAT16).first), 0.02);
+}
+
+// On the GPU, cuDNN computes the convolutions channels-last and in 16 bits, and BatchNorm (scale_bias
+// too), Scale, ReLU and the pooling run on the convolutions' NHWC 16-bit tops as they are: no Cast
+// reads or writes conv1's or conv2's blobs (the Casts left convert the image, the pooling's output for
+// the inner product, and the inner product's for the loss).
+TEST(ChannelsLastGpu, CudnnComputesChannelsLastIn16BitsWithoutCastsAroundTheChannelLayers) {
+  SKIP_WITHOUT_GPU();
+  for (Type precision : {FLOAT, BFLOAT16, FLOAT16}) {
+    NetParameter param = ParseNet(std::string("layout: NHWC\n") + kNet);
+    param.mutable_state()->set_phase(TRAIN);
+    if (precision != FLOAT) SetNetPrecision(&param, precision);
+    Context ctx(Device::kGPU, 1);
+    Net net(param, ctx);
+    const std::string type = precision == FLOAT ? "" : precision == BFLOAT16 ? "_bf16" : "_fp16";
+    EXPECT_EQ(net.layer_by_name("conv1")->chosen_engine(), "cudnn" + type + "_nhwc") << Type_Name(precision);
+    for (const char* blob : {"conv1", "conv2", "pool"}) EXPECT_TRUE(net.blob_by_name(blob)->channels_last()) << blob;
+    for (const auto& layer : net.layers()) {
+      if (std::string(layer->type()) != "Cast") continue;
+      for (const std::string& name : {layer->layer_param().bottom(0), layer->layer_param().top(0)})
+        EXPECT_TRUE(name.rfind("conv", 0) != 0) << Type_Name(precision) << ": " << layer->name();
+    }
+  }
+}
+
+// Ten steps on the GPU in NHWC against the CPU in NCHW: float within TF32's rounding, bf16 and fp16
+// within their own (the CPU computes the convolutions in float between Casts, or in oneDNN's bf16).
+TEST(ChannelsLastGpu, NhwcOnTheGpuTrainsTheCpusNchwWeights) {
+  SKIP_WITHOUT_GPU();
+  const double fp32 = LargestRelativeDifference(TrainTenSteps(NCHW, FLOAT).first,
+                                                TrainTenSteps(NHWC, FLOAT, SolverParameter::GPU).first);
+  EXPECT_LT(fp32, 5e-3);
+  for (Type precision : {BFLOAT16, FLOAT16}) {
+    const double worst = LargestRelativeDifference(TrainTenSteps(NCHW, precision).first,
+                                                   TrainTenSteps(NHWC, precision, SolverParameter::GPU).first);
+    std::printf("%s: GPU NHWC against CPU NCHW after 10 steps: largest relative weight difference %.3g\n",
+                Type_Name(precision).c_str(), worst);
+    EXPECT_LT(worst, 0.02) << Type_Name(precision);
+  }
 }
 
 }  // namespace cortado::test

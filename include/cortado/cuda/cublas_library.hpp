@@ -19,6 +19,10 @@ struct CublasLibrary {
   decltype(&cublasSetPointerMode) set_pointer_mode;
   decltype(&cublasSetMathMode) set_math_mode;
   decltype(&cublasSgemm) sgemm;
+  // cublasGemmEx (its C declaration: C++ adds an overload taking a cudaDataType_t compute type).
+  cublasStatus_t (*gemm_ex)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*,
+                            const void*, cudaDataType_t, int, const void*, cudaDataType_t, int, const void*, void*,
+                            cudaDataType_t, int, cublasComputeType_t, cublasGemmAlgo_t);
   decltype(&cublasSgemv) sgemv;
   decltype(&cublasSaxpy) saxpy;
   decltype(&cublasSdot) sdot;

@@ -5,13 +5,13 @@
 // one block each, so that a few channels still fill the GPU; every block stores its sums (doubles) in
 // the scratch, and a small kernel then adds each channel's partial sums in a fixed order (no atomics:
 // the same inputs give the same bits, eagerly and in a CUDA graph). Also the simplest term of such sums,
-// SumOfValues. No CUDA types.
+// SumOfValues, over any storage type. No CUDA types.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 
-#include "cortado/kernels/for_each.hpp"  // CORTADO_HOST_DEVICE
+#include "cortado/kernels/for_each.hpp"  // CORTADO_HOST_DEVICE, ToFloat
 
 namespace cortado {
 
@@ -29,12 +29,16 @@ inline int64_t ChannelSumChunks(int64_t num, int64_t channels, int64_t spatial) 
 }
 
 // The simplest term of the sums (kernels/for_each.hpp's ChannelSums, row_sums.hpp's RowSums): Σx over
-// each channel or row, BatchNorm's and MVN's means.
+// each channel or row, BatchNorm's and MVN's means, x of storage type T (float, BFloat16 or Float16)
+// read as float. SumOfValues{x} takes T from x.
+template <typename T>
 struct SumOfValues {
   static constexpr int kSums = 1;
-  const float* x;
-  CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const { sum[0] += x[i]; }
+  const T* x;
+  CORTADO_HOST_DEVICE void operator()(int64_t i, int64_t, double* sum) const { sum[0] += ToFloat(x[i]); }
 };
+template <typename T>
+SumOfValues(const T*) -> SumOfValues<T>;
 
 // Floats of scratch for `sums` sums per channel: a double per (sum, channel, chunk).
 inline int ChannelSumScratchFloats(int64_t num, int64_t channels, int64_t spatial, int sums) {

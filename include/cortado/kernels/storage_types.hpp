@@ -121,4 +121,17 @@ struct StorageTypeOf<Float16> {
   static constexpr DataType value = DataType::kFloat16;
 };
 
+// visit(T{}) with T the C++ type of `type` (float, BFloat16 or Float16): a layer whose arithmetic runs
+// over any storage type picks its instantiation once, with a generic lambda,
+//   VisitStorageType(x.data_type(), [&](auto zero) { using T = decltype(zero); ... });
+template <typename Visit>
+decltype(auto) VisitStorageType(DataType type, Visit&& visit) {
+  switch (type) {
+    case DataType::kBFloat16: return visit(BFloat16{});
+    case DataType::kFloat16: return visit(Float16{});
+    case DataType::kFloat: break;
+  }
+  return visit(0.0f);
+}
+
 }  // namespace cortado

@@ -49,6 +49,7 @@ CublasLibrary Open() {
   Resolve(library, CORTADO_SYMBOL_NAME(cublasSetPointerMode), path, &blas.set_pointer_mode);
   Resolve(library, CORTADO_SYMBOL_NAME(cublasSetMathMode), path, &blas.set_math_mode);
   Resolve(library, CORTADO_SYMBOL_NAME(cublasSgemm), path, &blas.sgemm);
+  Resolve(library, CORTADO_SYMBOL_NAME(cublasGemmEx), path, &blas.gemm_ex);
   Resolve(library, CORTADO_SYMBOL_NAME(cublasSgemv), path, &blas.sgemv);
   Resolve(library, CORTADO_SYMBOL_NAME(cublasSaxpy), path, &blas.saxpy);
   Resolve(library, CORTADO_SYMBOL_NAME(cublasSdot), path, &blas.sdot);

@@ -59,6 +59,28 @@ void gpu_gemm(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, f
                                            ldb, a, lda, &beta, c, n));
 }
 
+namespace {
+cudaDataType_t CudaType(DataType type) {
+  switch (type) {
+    case DataType::kBFloat16: return CUDA_R_16BF;
+    case DataType::kFloat16: return CUDA_R_16F;
+    case DataType::kFloat: break;
+  }
+  return CUDA_R_32F;
+}
+}  // namespace
+
+void gpu_gemm_stored(Context& ctx, Trans trans_a, Trans trans_b, int m, int n, int k, float alpha, DataType ab_type,
+                     const void* a, const void* b, float beta, DataType c_type, void* c) {
+  if (m == 0 || n == 0) return;
+  const int lda = trans_a == Trans::kNo ? k : m;
+  const int ldb = trans_b == Trans::kNo ? n : k;
+  // Float sums: float operands keep the handle's math mode (TF32 where the context allows it).
+  CORTADO_CUBLAS_CHECK(cuda::Cublas().gemm_ex(cuda::Resources(ctx).cublas, Op(trans_b), Op(trans_a), n, m, k, &alpha, b,
+                                              CudaType(ab_type), ldb, a, CudaType(ab_type), lda, &beta, c,
+                                              CudaType(c_type), n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 void gpu_gemv(Context& ctx, Trans trans_a, int m, int n, float alpha, const float* a, const float* x, float beta,
               float* y) {
   if (m == 0 || n == 0) return;

@@ -10,6 +10,10 @@ namespace {
 }  // namespace
 
 void gpu_gemm(Context&, Trans, Trans, int, int, int, float, const float*, const float*, float, float*) { NoCuda(); }
+void gpu_gemm_stored(Context&, Trans, Trans, int, int, int, float, DataType, const void*, const void*, float, DataType,
+                     void*) {
+  NoCuda();
+}
 void gpu_gemv(Context&, Trans, int, int, float, const float*, const float*, float, float*) { NoCuda(); }
 void gpu_axpy(Context&, int64_t, float, const float*, float*) { NoCuda(); }
 void gpu_axpby(Context&, int64_t, float, const float*, float, float*) { NoCuda(); }

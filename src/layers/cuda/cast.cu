@@ -1,5 +1,5 @@
 // cast.cu — the GPU side of cast_math.hpp: the conversion between every pair of storage types, in the
-// same order and transposed between NCHW and NHWC.
+// same order and transposed between NCHW and NHWC, and the sums of a gradient of each type into floats.
 #include "../cast_math.hpp"
 #include "cortado/cuda/for_each.cuh"
 
@@ -23,5 +23,10 @@ CORTADO_CAST_PAIR(Bf16FromFp16, BFloat16, Float16);
 CORTADO_CAST_PAIR(Fp16FromFloat, Float16, float);
 CORTADO_CAST_PAIR(Fp16FromBf16, Float16, BFloat16);
 CORTADO_CAST_PAIR(Fp16FromFp16, Float16, Float16);
+
+// Gradients of each storage type added into float sums (AddValues).
+CORTADO_GPU_FOR_EACH(cast::AddConverted<float>);
+CORTADO_GPU_FOR_EACH(cast::AddConverted<BFloat16>);
+CORTADO_GPU_FOR_EACH(cast::AddConverted<Float16>);
 
 }  // namespace cortado

@@ -10,7 +10,7 @@ using namespace eltwise;  // NOLINT: the functors of this family
 CORTADO_GPU_MAP_STORED_2(AddScaled);
 CORTADO_GPU_FOR_EACH(MaxStep);
 CORTADO_GPU_MAP(MaxBackward, float*, const float*, const float*);
-CORTADO_GPU_MAP(SumReLU, float*, const float*, const float*);
-CORTADO_GPU_MAP(SumReLUBackward, float*, const float*, const float*);
+CORTADO_GPU_MAP_STORED_2(SumReLU);
+CORTADO_GPU_MAP_STORED_2(SumReLUBackward);
 
 }  // namespace cortado

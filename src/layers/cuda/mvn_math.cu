@@ -8,7 +8,7 @@ namespace cortado {
 
 using namespace mvn;  // NOLINT: the functors of this family
 
-CORTADO_GPU_CHANNEL_SUMS(SumOfValues, StoreMean);
+CORTADO_GPU_CHANNEL_SUMS(SumOfValues<float>, StoreMean);
 CORTADO_GPU_MAP_CHANNELS(Center, float*, const float*);
 CORTADO_GPU_CHANNEL_SUMS(SumOfSquares, StoreScale);
 CORTADO_GPU_MAP_CHANNELS(Normalize, float*, const float*);

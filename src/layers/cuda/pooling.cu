@@ -2,8 +2,11 @@
 // running pooling_math.hpp's window arithmetic, the CPU's own, so outputs and argmaxes equal the CPU's
 // bit for bit (STOCHASTIC's samples too). Backward: one thread per input element gathers, in increasing
 // output order, the outputs whose windows hold it, and writes its gradient (no atomics, no zeroing pass).
+// MAX and AVE are templates over the storage type (float, bf16, fp16: float arithmetic, each result
+// rounded once) and index x and y through ImageLayout, so the same kernels run NCHW and NHWC blobs;
+// STOCHASTIC is float and NCHW.
 #include "cortado/cuda/resources.hpp"  // cuda::Stream, CORTADO_KERNEL_LOOP, CORTADO_LAUNCH
-#include "../pooling_math.hpp"  // PoolShape, PoolWindow, MaxOfWindow, AverageOfWindow, StochasticPool*
+#include "../pooling_math.hpp"  // PoolShape, ImageLayout, PoolWindow, MaxOfWindow, AverageOfWindow, StochasticPool*
 
 namespace cortado {
 
@@ -16,56 +19,68 @@ __device__ __forceinline__ void Outputs(int i, int stride, int pad, int kernel, 
   *hi = min((i + pad) / stride + 1, out);
 }
 
-__global__ void MaxPoolForwardKernel(int64_t n, PoolShape s, const float* x, float* y, float* mask) {
-  CORTADO_KERNEL_LOOP(k, n) {
-    const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
-    const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
-    int h0, h1, w0, w1;
+// MAX and AVE over storage type T, in either layout (PoolShape::In, Out): thread k computes y's element
+// at offset k.
+template <typename T>
+__global__ void MaxPoolForwardKernel(int64_t count, PoolShape s, const T* x, T* y, float* mask) {
+  const ImageLayout in = s.In(), out = s.Out();
+  CORTADO_KERNEL_LOOP(k, count) {
+    int64_t n;
+    int c, ph, pw, h0, h1, w0, w1;
+    out.Locate(k, &n, &c, &ph, &pw);
     PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
     PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
     float best = 0.0f;
     int arg = -1;
-    if (h0 < h1 && w0 < w1) MaxOfWindow(in, s.width, h0, h1 - h0, w0, w1 - w0, &best, &arg);
-    y[k] = best;
+    if (h0 < h1 && w0 < w1) MaxOfWindow(in.Plane(x, n, c), h0, h1 - h0, w0, w1 - w0, &best, &arg);
+    y[k] = FromFloat<T>(best);
     mask[k] = static_cast<float>(arg);
   }
 }
 
-__global__ void AvePoolForwardKernel(int64_t n, PoolShape s, const float* x, float* y) {
-  CORTADO_KERNEL_LOOP(k, n) {
-    const int pw = static_cast<int>(k % s.out_w), ph = static_cast<int>(k / s.out_w % s.out_h);
-    const float* in = x + k / (static_cast<int64_t>(s.out_w) * s.out_h) * s.height * s.width;
-    int h0, h1, w0, w1;
+template <typename T>
+__global__ void AvePoolForwardKernel(int64_t count, PoolShape s, const T* x, T* y) {
+  const ImageLayout in = s.In(), out = s.Out();
+  CORTADO_KERNEL_LOOP(k, count) {
+    int64_t n;
+    int c, ph, pw, h0, h1, w0, w1;
+    out.Locate(k, &n, &c, &ph, &pw);
     const int size_h = PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &h0, &h1);
     const int size_w = PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &w0, &w1);
-    y[k] = AverageOfWindow(in, s.width, h0, h1, w0, w1, size_h, size_w);
+    y[k] = FromFloat<T>(AverageOfWindow(in.Plane(x, n, c), h0, h1, w0, w1, size_h, size_w));
   }
 }
 
-__global__ void MaxPoolBackwardKernel(int64_t n, PoolShape s, const float* dy, const float* mask, float* dx) {
-  CORTADO_KERNEL_LOOP(k, n) {
-    const int w = static_cast<int>(k % s.width), h = static_cast<int>(k / s.width % s.height);
-    const int64_t out_base = k / (static_cast<int64_t>(s.width) * s.height) * s.out_h * s.out_w;
+// Backward, thread k: dx's element at offset k, summed in float over the outputs of its plane in
+// increasing order (the CPU's scatter adds them in the same order), rounded once.
+template <typename T>
+__global__ void MaxPoolBackwardKernel(int64_t count, PoolShape s, const T* dy, const float* mask, T* dx) {
+  const ImageLayout in = s.In(), out = s.Out();
+  CORTADO_KERNEL_LOOP(k, count) {
+    int64_t n;
+    int c, h, w, ph0, ph1, pw0, pw1;
+    in.Locate(k, &n, &c, &h, &w);
     // Compared as integers, as the CPU does: above 2^24 pixels neighbouring indices share a float.
     const int64_t index = static_cast<int64_t>(h) * s.width + w;
-    int ph0, ph1, pw0, pw1;
     Outputs(h, s.stride_h, s.pad_h, s.kernel_h, s.out_h, &ph0, &ph1);
     Outputs(w, s.stride_w, s.pad_w, s.kernel_w, s.out_w, &pw0, &pw1);
     float g = 0.0f;
     for (int ph = ph0; ph < ph1; ++ph)
       for (int pw = pw0; pw < pw1; ++pw) {
-        const int64_t q = out_base + ph * s.out_w + pw;
-        if (mask[q] >= 0 && static_cast<int64_t>(mask[q]) == index) g += dy[q];
+        const int64_t q = out.At(n, c, ph, pw);
+        if (mask[q] >= 0 && static_cast<int64_t>(mask[q]) == index) g += ToFloat(dy[q]);
       }
-    dx[k] = g;
+    dx[k] = FromFloat<T>(g);
   }
 }
 
-__global__ void AvePoolBackwardKernel(int64_t n, PoolShape s, const float* dy, float* dx) {
-  CORTADO_KERNEL_LOOP(k, n) {
-    const int w = static_cast<int>(k % s.width), h = static_cast<int>(k / s.width % s.height);
-    const int64_t out_base = k / (static_cast<int64_t>(s.width) * s.height) * s.out_h * s.out_w;
-    int ph0, ph1, pw0, pw1;
+template <typename T>
+__global__ void AvePoolBackwardKernel(int64_t count, PoolShape s, const T* dy, T* dx) {
+  const ImageLayout in = s.In(), out = s.Out();
+  CORTADO_KERNEL_LOOP(k, count) {
+    int64_t n;
+    int c, h, w, ph0, ph1, pw0, pw1;
+    in.Locate(k, &n, &c, &h, &w);
     Outputs(h, s.stride_h, s.pad_h, s.kernel_h, s.out_h, &ph0, &ph1);
     Outputs(w, s.stride_w, s.pad_w, s.kernel_w, s.out_w, &pw0, &pw1);
     float g = 0.0f;
@@ -74,10 +89,10 @@ __global__ void AvePoolBackwardKernel(int64_t n, PoolShape s, const float* dy, f
       const int size_h = PoolWindow(ph, s.stride_h, s.pad_h, s.kernel_h, s.height, &lo, &hi);
       for (int pw = pw0; pw < pw1; ++pw) {
         const int size_w = PoolWindow(pw, s.stride_w, s.pad_w, s.kernel_w, s.width, &lo, &hi);
-        g += dy[out_base + ph * s.out_w + pw] / static_cast<float>(size_h * size_w);
+        g += ToFloat(dy[out.At(n, c, ph, pw)]) / static_cast<float>(size_h * size_w);
       }
     }
-    dx[k] = g;
+    dx[k] = FromFloat<T>(g);
   }
 }
 
@@ -142,29 +157,45 @@ int64_t Inputs(const PoolShape& s) { return s.planes * s.height * s.width; }
 
 }  // namespace
 
-void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y, float* mask) {
+template <typename T>
+void MaxPoolForwardGpu(Context& ctx, const PoolShape& s, const T* x, T* y, float* mask) {
   const int64_t n = Outputs(s);
   if (n == 0) return;
-  CORTADO_LAUNCH(MaxPoolForwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y, mask);
+  CORTADO_LAUNCH(MaxPoolForwardKernel<T>, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y, mask);
 }
 
-void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const float* x, float* y) {
+template <typename T>
+void AvePoolForwardGpu(Context& ctx, const PoolShape& s, const T* x, T* y) {
   const int64_t n = Outputs(s);
   if (n == 0) return;
-  CORTADO_LAUNCH(AvePoolForwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y);
+  CORTADO_LAUNCH(AvePoolForwardKernel<T>, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, x, y);
 }
 
-void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, const float* mask, float* dx) {
+template <typename T>
+void MaxPoolBackwardGpu(Context& ctx, const PoolShape& s, const T* dy, const float* mask, T* dx) {
   const int64_t n = Inputs(s);
   if (n == 0) return;
-  CORTADO_LAUNCH(MaxPoolBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, dy, mask, dx);
+  CORTADO_LAUNCH(MaxPoolBackwardKernel<T>, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, dy, mask,
+                 dx);
 }
 
-void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const float* dy, float* dx) {
+template <typename T>
+void AvePoolBackwardGpu(Context& ctx, const PoolShape& s, const T* dy, T* dx) {
   const int64_t n = Inputs(s);
   if (n == 0) return;
-  CORTADO_LAUNCH(AvePoolBackwardKernel, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, dy, dx);
+  CORTADO_LAUNCH(AvePoolBackwardKernel<T>, cuda::BlocksFor(n), cuda::kThreads, 0, cuda::Stream(ctx), n, s, dy, dx);
 }
+
+// MAX and AVE over each storage type.
+#define CORTADO_POOLING_GPU(T)                                                                           \
+  template void MaxPoolForwardGpu<T>(Context&, const PoolShape&, const T*, T*, float*);                  \
+  template void MaxPoolBackwardGpu<T>(Context&, const PoolShape&, const T*, const float*, T*);           \
+  template void AvePoolForwardGpu<T>(Context&, const PoolShape&, const T*, T*);                          \
+  template void AvePoolBackwardGpu<T>(Context&, const PoolShape&, const T*, T*)
+
+CORTADO_POOLING_GPU(float);
+CORTADO_POOLING_GPU(BFloat16);
+CORTADO_POOLING_GPU(Float16);
 
 void StoPoolForwardTrainGpu(Context& ctx, const PoolShape& s, const uint64_t* seed, const float* x, float* y,
                             float* pick) {

@@ -1,6 +1,8 @@
 // convolution_cudnn.cpp — Convolution's cuDNN engine (convolution_gpu.hpp): descriptors for x, the
-// weights, y and the bias; grouped, strided, padded, dilated cross-correlation on FP32 data, with TF32
-// tensor cores where the context allows them (Context::tf32), else strict FP32 (CUDNN_FMA_MATH).
+// weights and y; grouped, strided, padded, dilated cross-correlation. On FP32 data with TF32 tensor
+// cores where the context allows them (Context::tf32), else strict FP32 (CUDNN_FMA_MATH); on bf16 or
+// fp16 data (x, weights and y of one type, sums in FP32: cuDNN's pseudo-half configurations) with
+// tensor cores. NCHW or NHWC: the weights are then (K, R, S, C/group), as cuDNN's NHWC kernels read them.
 //
 // Algorithms, in two steps (the rules are cuda/cudnn_choice.hpp's):
 //   1. When the layer is shaped (before the arena exists), cuDNN's heuristic lists the candidates of
@@ -119,7 +121,20 @@ cudnnMathType_t CudnnMath(Math math) {
   return CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION;
 }
 
-const char* MathName(Math math) { return math == Math::kFma ? "FP32" : "TF32"; }
+const char* MathName(Math math, cudnnDataType_t type) {
+  if (type == CUDNN_DATA_BFLOAT16) return math == Math::kFma ? "BF16 (FMA)" : "BF16";
+  if (type == CUDNN_DATA_HALF) return math == Math::kFma ? "FP16 (FMA)" : "FP16";
+  return math == Math::kFma ? "FP32" : "TF32";
+}
+
+cudnnDataType_t CudnnType(DataType type) {
+  switch (type) {
+    case DataType::kBFloat16: return CUDNN_DATA_BFLOAT16;
+    case DataType::kFloat16: return CUDNN_DATA_HALF;
+    case DataType::kFloat: break;
+  }
+  return CUDNN_DATA_FLOAT;
+}
 
 // How a pass's algorithm was picked, for the log.
 enum class Origin { kHeuristic, kMeasured, kReused };
@@ -141,12 +156,13 @@ struct PassChoice {
 }  // namespace
 
 struct CudnnConvolution {
-  TensorDescriptor x, y, bias;
+  TensorDescriptor x, y;
   FilterDescriptor w;
   ConvolutionDescriptor conv;
   // The algorithm and math type of each pass; the math type is set on `conv` before each call.
   PassChoice forward, backward_data, backward_filter;
   cudnn_choice::Rules rules;  // as last shaped: the limit is the workspace that may be requested
+  cudnnDataType_t type = CUDNN_DATA_FLOAT;  // of x, the weights and y
   std::string shape_key;      // shape, rules and device, without the workspace
   int num = 0;
   size_t requested = 0;  // the workspace asked for when shaped: enough for any acceptable candidate
@@ -399,7 +415,7 @@ void LogChoice(CudnnConvolution& c, const std::string& who) {
   if (one_origin) out << " (" << OriginName(lines[0].chosen.origin) << ")";
   for (size_t i = 0; i < lines.size(); ++i) {
     out << (i == 0 ? " " : ", ") << lines[i].pass << " " << lines[i].name << " "
-        << MathName(lines[i].chosen.choice.math);
+        << MathName(lines[i].chosen.choice.math, c.type);
     if (!one_origin) out << " (" << OriginName(lines[i].chosen.origin) << ")";
   }
   size_t workspace = 0;
@@ -428,16 +444,16 @@ CudnnConvolutionPtr CreateCudnnConvolution() {
 }
 
 size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& c, int num, int num_output, int group,
-                               const ConvGeometry& g, size_t workspace_limit, const std::string& who) {
+                               const ConvGeometry& g, DataType type, bool channels_last, size_t workspace_limit,
+                               const std::string& who) {
   const cudnnHandle_t handle = cuda::Resources(ctx).cudnn;
-  CORTADO_CUDNN_CHECK(cudnnSetTensor4dDescriptor(c.x.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, num, g.channels,
-                                                 g.height, g.width));
-  CORTADO_CUDNN_CHECK(cudnnSetTensor4dDescriptor(c.y.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, num, num_output,
-                                                 g.out_h(), g.out_w()));
-  CORTADO_CUDNN_CHECK(cudnnSetTensor4dDescriptor(c.bias.get(), CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, 1, num_output,
-                                                 1, 1));
-  CORTADO_CUDNN_CHECK(cudnnSetFilter4dDescriptor(c.w.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, num_output,
-                                                 g.channels / group, g.kernel_h, g.kernel_w));
+  const cudnnTensorFormat_t format = channels_last ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  c.type = CudnnType(type);
+  CORTADO_CUDNN_CHECK(cudnnSetTensor4dDescriptor(c.x.get(), format, c.type, num, g.channels, g.height, g.width));
+  CORTADO_CUDNN_CHECK(cudnnSetTensor4dDescriptor(c.y.get(), format, c.type, num, num_output, g.out_h(), g.out_w()));
+  CORTADO_CUDNN_CHECK(cudnnSetFilter4dDescriptor(c.w.get(), c.type, format, num_output, g.channels / group,
+                                                 g.kernel_h, g.kernel_w));
+  // The sums are FP32 for every data type (16-bit data: cuDNN's PSEUDO_HALF / PSEUDO_BFLOAT16 configs).
   CORTADO_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(c.conv.get(), g.pad_h, g.pad_w, g.stride_h, g.stride_w,
                                                       g.dilation_h, g.dilation_w, CUDNN_CROSS_CORRELATION,
                                                       CUDNN_DATA_FLOAT));
@@ -449,18 +465,20 @@ size_t CudnnConvolutionReshape(Context& ctx, CudnnConvolution& c, int num, int n
       << who << ": cuDNN's output shape " << dims[0] << "x" << dims[1] << "x" << dims[2] << "x" << dims[3]
       << " differs from the layer's";
 
-  const bool tf32 = ctx.tf32(), deterministic = ctx.gpu_settings().deterministic;
+  // Tensor cores: TF32 where the context allows it on FP32 data; always on 16-bit data, whose point they are.
+  const bool tensor_ops = ctx.tf32() || c.type != CUDNN_DATA_FLOAT;
+  const bool deterministic = ctx.gpu_settings().deterministic;
   std::ostringstream key;
   key << num << ' ' << g.channels << ' ' << g.height << ' ' << g.width << ' ' << num_output << ' ' << group << ' '
       << g.kernel_h << ' ' << g.kernel_w << ' ' << g.pad_h << ' ' << g.pad_w << ' ' << g.stride_h << ' ' << g.stride_w
-      << ' ' << g.dilation_h << ' ' << g.dilation_w << ' ' << tf32 << ' ' << deterministic << ' '
-      << cuda::Resources(ctx).device;
+      << ' ' << g.dilation_h << ' ' << g.dilation_w << ' ' << tensor_ops << ' ' << deterministic << ' '
+      << cuda::Resources(ctx).device << ' ' << static_cast<int>(c.type) << ' ' << channels_last;
   // The same shape and limit again (the net reshaping each pass after a shape change upstream): the
   // algorithms stand, timed ones included.
   if (!c.shape_key.empty() && key.str() == c.shape_key && workspace_limit == c.rules.limit)
     return std::max(c.requested, WorkspaceOfChoices(c));
   c.num = num;
-  c.rules.tf32 = tf32;
+  c.rules.tf32 = tensor_ops;
   c.rules.deterministic = deterministic;
   c.rules.limit = workspace_limit;
   c.shape_key = key.str();
@@ -495,30 +513,26 @@ size_t CudnnConvolutionMeasure(Context& ctx, CudnnConvolution& c, const CudnnCon
   return std::max(c.requested, WorkspaceOfChoices(c));
 }
 
-void CudnnConvolutionForward(Context& ctx, const CudnnConvolution& c, const float* x, const float* w,
-                             const float* bias, float* y, void* workspace, size_t workspace_bytes) {
+void CudnnConvolutionForward(Context& ctx, const CudnnConvolution& c, const void* x, const void* w, void* y,
+                             void* workspace, size_t workspace_bytes) {
   const cudnnHandle_t handle = cuda::Resources(ctx).cudnn;
   const float one = 1.0f, zero = 0.0f;
   CORTADO_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), CudnnMath(c.forward.choice.math)));
   CORTADO_CUDNN_CHECK(cudnnConvolutionForward(handle, &one, c.x.get(), x, c.w.get(), w, c.conv.get(),
                                               static_cast<cudnnConvolutionFwdAlgo_t>(c.forward.choice.algo),
                                               workspace, workspace_bytes, &zero, c.y.get(), y));
-  if (bias != nullptr) CORTADO_CUDNN_CHECK(cudnnAddTensor(handle, &one, c.bias.get(), bias, &one, c.y.get(), y));
 }
 
-void CudnnConvolutionBackward(Context& ctx, const CudnnConvolution& c, const float* x, const float* w,
-                              const float* dy, float* dw, float* db, float* dx, void* workspace,
-                              size_t workspace_bytes) {
+void CudnnConvolutionBackward(Context& ctx, const CudnnConvolution& c, const void* x, const void* w, const void* dy,
+                              void* dw, bool dw_accumulates, void* dx, void* workspace, size_t workspace_bytes) {
   const cudnnHandle_t handle = cuda::Resources(ctx).cudnn;
   const float one = 1.0f, zero = 0.0f;
-  if (db != nullptr)
-    CORTADO_CUDNN_CHECK(cudnnConvolutionBackwardBias(handle, &one, c.y.get(), dy, &one, c.bias.get(), db));
   if (dw != nullptr) {
     CORTADO_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), CudnnMath(c.backward_filter.choice.math)));
     CORTADO_CUDNN_CHECK(cudnnConvolutionBackwardFilter(
         handle, &one, c.x.get(), x, c.y.get(), dy, c.conv.get(),
-        static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.backward_filter.choice.algo), workspace, workspace_bytes, &one,
-        c.w.get(), dw));
+        static_cast<cudnnConvolutionBwdFilterAlgo_t>(c.backward_filter.choice.algo), workspace, workspace_bytes,
+        dw_accumulates ? &one : &zero, c.w.get(), dw));
   }
   if (dx != nullptr) {
     CORTADO_CUDNN_CHECK(cudnnSetConvolutionMathType(c.conv.get(), CudnnMath(c.backward_data.choice.math)));

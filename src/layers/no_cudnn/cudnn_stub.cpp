@@ -13,19 +13,18 @@ namespace {
 
 bool BuiltWithCudnn() { return false; }
 CudnnConvolutionPtr CreateCudnnConvolution() { NoCudnn(); }
-size_t CudnnConvolutionReshape(Context&, CudnnConvolution&, int, int, int, const ConvGeometry&, size_t,
-                               const std::string&) {
+size_t CudnnConvolutionReshape(Context&, CudnnConvolution&, int, int, int, const ConvGeometry&, DataType, bool,
+                               size_t, const std::string&) {
   NoCudnn();
 }
 size_t CudnnConvolutionMeasure(Context&, CudnnConvolution&, const CudnnConvolutionBuffers&, const std::string&) {
   NoCudnn();
 }
-void CudnnConvolutionForward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
-                             void*, size_t) {
+void CudnnConvolutionForward(Context&, const CudnnConvolution&, const void*, const void*, void*, void*, size_t) {
   NoCudnn();
 }
-void CudnnConvolutionBackward(Context&, const CudnnConvolution&, const float*, const float*, const float*, float*,
-                              float*, float*, void*, size_t) {
+void CudnnConvolutionBackward(Context&, const CudnnConvolution&, const void*, const void*, const void*, void*, bool,
+                              void*, void*, size_t) {
   NoCudnn();
 }
 
