@@ -3,8 +3,9 @@
 //
 // Types. Each layer has a storage type for its tops' data (forward_type) and for their diffs
 // (backward_type): its own fields, else the net's defaults (NVIDIA Caffe's names). Three kinds of layers:
-//   - layers that keep float whatever the net says: data layers, losses, Softmax, Accuracy, ArgMax
-//     and the layers that hand values to the user (their values are labels, probabilities, indices);
+//   - layers that keep float whatever the net says: data layers, losses, Softmax, Accuracy, ArgMax, a
+//     MAX pooling with its argmax top, and the layers that hand values to the user (their values are
+//     labels, probabilities, indices);
 //   - layers that only move values (Split, Flatten, Reshape): their tops keep their bottom's types;
 //   - all others store their tops in the types asked for.
 // A layer computes on the types it supports (ComputesOn: element-wise layers, Split, BatchNorm, Scale,
@@ -47,7 +48,9 @@ bool IsLoss(const std::string& type) {
 
 bool KeepsFloat(const LayerParameter& layer) {
   static const std::set<std::string> kFloat = {"Softmax", "Accuracy", "ArgMax", "Python", "HDF5Output", "Silence"};
-  return layer.bottom_size() == 0 || IsLoss(layer.type()) || kFloat.count(layer.type()) > 0;
+  // A MAX pooling's second top holds argmax indices (h·W + w), which 16 bits would round.
+  const bool indices = layer.type() == "Pooling" && layer.top_size() > 1;
+  return layer.bottom_size() == 0 || IsLoss(layer.type()) || kFloat.count(layer.type()) > 0 || indices;
 }
 
 bool FollowsBottom(const std::string& type) { return type == "Split" || type == "Flatten" || type == "Reshape"; }

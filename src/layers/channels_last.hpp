@@ -19,8 +19,8 @@ bool ConvolutionRunsChannelsLast(const LayerParameter& layer, Device device);
 // runs it (float sums either way).
 bool ConvolutionComputesOn(const LayerParameter& layer, Type type, Device device);
 // Whether a Pooling's own arithmetic reads and writes `type` (data and diffs alike): float always; bf16
-// and fp16 for MAX and AVE with one top (no mask top), on either device (float windows, each output
-// rounded once: pooling.cpp). STOCHASTIC and the mask top are float only.
+// and fp16 for MAX and AVE with one top (no mask top), on the GPU and on a CPU where oneDNN does not
+// pool (float windows, each output rounded once: pooling.cpp). STOCHASTIC and the mask top are float only.
 bool PoolingComputesOn(const LayerParameter& layer, Type type, Device device);
 // Whether a Pooling computes on NHWC blobs: on the GPU, MAX and AVE with one top (its kernels index
 // either layout); the CPU's loops and oneDNN's pooling read NCHW.

@@ -732,4 +732,26 @@ layer { name: "relu" type: "ReLU" bottom: "s" top: "s" }
   }
 }
 
+// A MAX pooling's argmax top holds indices h·W + w: in a 16-bit net the layer stays float, so an index
+// past bf16's 256 consecutive integers is still exact (1599 here).
+TEST(Precision, MaxPoolingArgmaxTopStaysFloatInA16BitNet) {
+  NetParameter param = ParseNet(R"(
+default_forward_type: BFLOAT16 default_backward_type: BFLOAT16
+layer { name: "in" type: "Input" top: "x" input_param { shape { dim: 1 dim: 1 dim: 40 dim: 40 } } }
+layer { name: "relu" type: "ReLU" bottom: "x" top: "r" }
+layer { name: "pool" type: "Pooling" bottom: "r" top: "p" top: "mask" pooling_param { pool: MAX kernel_size: 40 } }
+)");
+  Context ctx(Device::kCPU, 1);
+  Net net(param, ctx);
+  net.AllocateOwnArena();
+  EXPECT_EQ(net.blob_by_name("r")->data_type(), DataType::kBFloat16);
+  EXPECT_EQ(net.blob_by_name("mask")->data_type(), DataType::kFloat);
+  std::vector<float> x(1600, 0.0f);
+  x[1599] = 1.0f;  // the maximum at h = 39, w = 39
+  net.blob_by_name("x")->WriteData(x);
+  net.Forward();
+  EXPECT_EQ(net.blob_by_name("mask")->ReadData(), std::vector<float>{1599.0f});
+  EXPECT_EQ(net.blob_by_name("p")->ReadData(), std::vector<float>{1.0f});
+}
+
 }  // namespace cortado::test
