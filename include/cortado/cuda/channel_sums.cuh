@@ -3,8 +3,8 @@
 // only.
 //
 // QueueChannelSums(ctx, num, channels, spatial, scratch, term, finish) queues two kernels:
-//  - channels · chunks blocks; block (c, k) calls term(i, c, sum) for the element indices i of chunk
-//    k of channel c, thread by thread in increasing order (term adds into sum[0 .. Term::kSums)), and
+//  - channels · chunks blocks; block k · channels + c calls term(i, c, sum) for the element indices i
+//    of chunk k of channel c, thread by thread in increasing order (term adds into sum[0 .. Term::kSums)), and
 //    stores the block's totals (cub::BlockReduce, double) in the scratch;
 //  - one warp per channel adds the channel's partials, chunk by chunk in a fixed order (strided over
 //    the lanes, then cub::WarpReduce), and lane 0 calls finish(c, totals).
@@ -34,8 +34,11 @@ template <typename Term>
 __global__ void __launch_bounds__(kThreads, 8) ChunkSumsKernel(ChunkLayout l, Term term, double* partial) {
   constexpr int kSums = Term::kSums;
   constexpr int kUnroll = 4;  // indices first, then the terms: four loads in flight per thread
-  const unsigned chunks = static_cast<unsigned>(l.chunks);
-  const int64_t c = blockIdx.x / chunks, k = blockIdx.x % chunks;
+  // Consecutive blocks take consecutive channels of one chunk, so blocks that run together read the
+  // same rows: in a channels-last blob (spatial 1) those channels share cache lines, which the L2 then
+  // serves once instead of once per channel.
+  const unsigned channels = static_cast<unsigned>(l.channels);
+  const int64_t c = blockIdx.x % channels, k = blockIdx.x / channels;
   // This thread's values: j, then every kThreads-th up to the chunk's end, `count` of them.
   const int64_t j = k * l.size + threadIdx.x;
   const int64_t end = min(l.m, (k + 1) * l.size);
