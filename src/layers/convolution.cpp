@@ -296,7 +296,7 @@ class ConvolutionLayer : public Layer {
       for (size_t i = 0; i < bottom.size(); ++i) {
         CudnnConvolutionForward(ctx_, *cudnn_, bottom[i]->raw_data(), w, top[i]->raw_data(), workspace_->data(),
                                 WorkspaceBytes());
-        if (bias) AddBias(bias, top[i]);
+        if (bias) scale::AddBias(ctx_, OutputLayout(), compute_type_, bias, top[i]->raw_data());
       }
       return;
     }
@@ -311,7 +311,7 @@ class ConvolutionLayer : public Layer {
           gpu_gemm(ctx_, Trans::kNo, Trans::kNo, mg, hw, kg, 1.0f, w + int64_t{g} * mg * kg,
                    col + int64_t{g} * kg * hw, 0.0f, y + int64_t{g} * mg * hw);
       }
-      if (bias) MapChannels(ctx_, {num_, num_output_, hw}, scale::ScaleBias{nullptr, bias}, top[i]->data(), top[i]->data());
+      if (bias) scale::AddBias(ctx_, {num_, num_output_, hw}, DataType::kFloat, bias, top[i]->raw_data());
     }
   }
 
@@ -328,9 +328,7 @@ class ConvolutionLayer : public Layer {
       const float* dy = top[i]->diff();
       float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
       const auto [hw, mg, kg] = GemmSizes();
-      if (db)
-        ChannelSums(ctx_, {num_, num_output_, hw}, workspace_->data(), scale::SumOfProducts{dy, nullptr},
-                    scale::StoreSum{true, db});
+      if (db) scale::AddBiasGradient(ctx_, {num_, num_output_, hw}, workspace_->data(), DataType::kFloat, dy, db);
       if (!dw && !dx) continue;
       float* col = col_->data();
       for (int n = 0; n < num_; ++n) {
@@ -578,15 +576,6 @@ class ConvolutionLayer : public Layer {
     return static_cast<size_t>(ChannelSumScratchFloats(l.num, l.channels, l.spatial, 1)) * sizeof(float);
   }
 
-  // y += bias[m], over y's storage type and layout.
-  void AddBias(const float* bias, Blob* y) {
-    VisitStorageType(compute_type_, [&](auto zero) {
-      using T = decltype(zero);
-      T* values = y->data_as<T>();
-      MapChannels(ctx_, OutputLayout(), scale::ScaleBias{nullptr, bias}, values, static_cast<const T*>(values));
-    });
-  }
-
   // cuDNN's gradients, in the bottoms' type and layout: db += Σ dy (the layer's own sums); dw straight
   // into the master's diff, or, where the computation reads a weight copy, into dw_compute_ and then
   // added to the master's (transposed back from (K, R, S, C/group)); dx written.
@@ -595,13 +584,7 @@ class ConvolutionLayer : public Layer {
     const bool copy = ReadsWeightCopy();
     const void* w = copy ? weights_compute_->raw_data() : blobs_[0]->raw_data();
     for (size_t i = 0; i < top.size(); ++i) {
-      if (db) {
-        VisitStorageType(compute_type_, [&](auto zero) {
-          using T = decltype(zero);
-          ChannelSums(ctx_, OutputLayout(), workspace_->data(), scale::SumOfProducts{top[i]->diff_as<T>(), nullptr},
-                      scale::StoreSum{true, db});
-        });
-      }
+      if (db) scale::AddBiasGradient(ctx_, OutputLayout(), workspace_->data(), compute_type_, top[i]->raw_diff(), db);
       void* dx = propagate_down[i] ? bottom[i]->raw_diff() : nullptr;
       void* dw_out = dw == nullptr ? nullptr : copy ? dw_compute_->raw_data() : static_cast<void*>(dw);
       if (dw_out == nullptr && dx == nullptr) continue;

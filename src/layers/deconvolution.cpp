@@ -156,8 +156,8 @@ class DeconvolutionLayer : public Layer {
         Col2ImGpu(ctx_, col, geom_, top[i]->data() + n * OutputFloats());
       }
       if (bias_term_)
-        MapChannels(ctx_, {num_, num_output_, int64_t{geom_.height} * geom_.width},
-                    scale::ScaleBias{nullptr, blobs_[1]->data()}, top[i]->data(), top[i]->data());
+        scale::AddBias(ctx_, {num_, num_output_, int64_t{geom_.height} * geom_.width}, DataType::kFloat,
+                       blobs_[1]->data(), top[i]->raw_data());
     }
   }
 
@@ -171,8 +171,8 @@ class DeconvolutionLayer : public Layer {
     for (size_t i = 0; i < top.size(); ++i) {
       float* dx = propagate_down[i] ? bottom[i]->diff() : nullptr;
       if (db)
-        ChannelSums(ctx_, {num_, num_output_, int64_t{geom_.height} * geom_.width}, bias_sums_->data(),
-                    scale::SumOfProducts{top[i]->diff(), nullptr}, scale::StoreSum{true, db});
+        scale::AddBiasGradient(ctx_, {num_, num_output_, int64_t{geom_.height} * geom_.width}, bias_sums_->data(),
+                               DataType::kFloat, top[i]->diff(), db);
       if (!dw && !dx) continue;
       for (int n = 0; n < num_; ++n) {
         Im2ColGpu(ctx_, top[i]->diff() + n * OutputFloats(), geom_, col);

@@ -44,12 +44,12 @@ class InnerProductLayer : public Layer {
     blobs_.push_back(std::make_shared<Blob>(transpose_ ? std::vector<int>{k_, num_output_}
                                                        : std::vector<int>{num_output_, k_}));
     if (bias_term_) blobs_.push_back(std::make_shared<Blob>(std::vector<int>{num_output_}));
-    stored_type_ = bottom[0]->data_type();
-    CORTADO_REQUIRE(stored_type_ == DataType::kFloat || ctx_.device() == Device::kGPU, Describe(), ": ",
-                    DataTypeName(stored_type_), " bottoms on the CPU (the Net converts them to float there)");
-    if (stored_type_ != DataType::kFloat) {
-      weights_stored_ = AddStepScratch();
-      weights_stored_->set_types(stored_type_, stored_type_);
+    compute_type_ = bottom[0]->data_type();
+    CORTADO_REQUIRE(compute_type_ == DataType::kFloat || ctx_.device() == Device::kGPU, Describe(), ": ",
+                    DataTypeName(compute_type_), " bottoms on the CPU (the Net converts them to float there)");
+    if (compute_type_ != DataType::kFloat) {
+      weights_compute_ = AddStepScratch();
+      weights_compute_->set_types(compute_type_, compute_type_);
       if (bias_term_) partials_ = AddWorkspace();
     } else if (ctx_.device() == Device::kGPU && bias_term_) {
       ones_ = AddScratch();  // keeps its ones from pass to pass
@@ -67,7 +67,7 @@ class InnerProductLayer : public Layer {
     shape.push_back(num_output_);
     top[0]->Reshape(shape);
     if (ones_) ones_->Reshape(std::vector<int>{m_});
-    if (weights_stored_) weights_stored_->ReshapeLike(*blobs_[0]);
+    if (weights_compute_) weights_compute_->ReshapeLike(*blobs_[0]);
     if (partials_) partials_->Reshape(std::vector<int>{ChannelSumScratchFloats(m_, num_output_, 1, 1)});
   }
 
@@ -115,8 +115,8 @@ class InnerProductLayer : public Layer {
   }
 
   void Forward_gpu(const BlobVec& bottom, const BlobVec& top) override {
-    if (weights_stored_) {
-      ForwardStored(*bottom[0], top[0]);
+    if (weights_compute_) {
+      ForwardOn16Bit(*bottom[0], top[0]);
       return;
     }
     float* y = top[0]->data();
@@ -129,8 +129,8 @@ class InnerProductLayer : public Layer {
 
   void Backward_gpu(const BlobVec& top, const std::vector<bool>& propagate_down,
                     const BlobVec& bottom) override {
-    if (weights_stored_) {
-      BackwardStored(*top[0], propagate_down[0], bottom[0]);
+    if (weights_compute_) {
+      BackwardOn16Bit(*top[0], propagate_down[0], bottom[0]);
       return;
     }
     const float* dy = top[0]->diff();
@@ -157,40 +157,30 @@ class InnerProductLayer : public Layer {
   // The rows of y (M, N) as a ChannelLayout whose channel is the column: the bias's per-column kernels.
   ChannelLayout Columns() const { return {m_, num_output_, 1}; }
 
-  void ForwardStored(const Blob& bottom, Blob* top) {
-    cast::CastValues(ctx_, blobs_[0]->count(), {stored_type_, DataType::kFloat}, weights_stored_->raw_data(),
+  void ForwardOn16Bit(const Blob& bottom, Blob* top) {
+    cast::CastValues(ctx_, blobs_[0]->count(), {compute_type_, DataType::kFloat}, weights_compute_->raw_data(),
                      blobs_[0]->data());
-    gpu_gemm_stored(ctx_, Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, m_, num_output_, k_, 1.0f, stored_type_,
-                    bottom.raw_data(), weights_stored_->raw_data(), 0.0f, stored_type_, top->raw_data());
-    if (!bias_term_) return;
-    VisitStorageType(stored_type_, [&](auto zero) {
-      using T = decltype(zero);
-      T* y = top->data_as<T>();
-      MapChannels(ctx_, Columns(), scale::ScaleBias{nullptr, blobs_[1]->data()}, y, static_cast<const T*>(y));
-    });
+    gpu_gemm_stored(ctx_, Trans::kNo, transpose_ ? Trans::kNo : Trans::kYes, m_, num_output_, k_, 1.0f, compute_type_,
+                    bottom.raw_data(), weights_compute_->raw_data(), 0.0f, compute_type_, top->raw_data());
+    if (bias_term_) scale::AddBias(ctx_, Columns(), compute_type_, blobs_[1]->data(), top->raw_data());
   }
 
-  void BackwardStored(const Blob& top, bool propagate_down, Blob* bottom) {
+  void BackwardOn16Bit(const Blob& top, bool propagate_down, Blob* bottom) {
     const void* dy = top.raw_diff();
     if (param_propagate_down(0)) {  // into the float master's diff
       if (transpose_) {
-        gpu_gemm_stored(ctx_, Trans::kYes, Trans::kNo, k_, num_output_, m_, 1.0f, stored_type_, bottom->raw_data(), dy,
+        gpu_gemm_stored(ctx_, Trans::kYes, Trans::kNo, k_, num_output_, m_, 1.0f, compute_type_, bottom->raw_data(), dy,
                         1.0f, DataType::kFloat, blobs_[0]->diff());
       } else {
-        gpu_gemm_stored(ctx_, Trans::kYes, Trans::kNo, num_output_, k_, m_, 1.0f, stored_type_, dy, bottom->raw_data(),
+        gpu_gemm_stored(ctx_, Trans::kYes, Trans::kNo, num_output_, k_, m_, 1.0f, compute_type_, dy, bottom->raw_data(),
                         1.0f, DataType::kFloat, blobs_[0]->diff());
       }
     }
-    if (bias_term_ && param_propagate_down(1)) {
-      VisitStorageType(stored_type_, [&](auto zero) {
-        using T = decltype(zero);
-        ChannelSums(ctx_, Columns(), partials_->data(), scale::SumOfProducts{top.diff_as<T>(), nullptr},
-                    scale::StoreSum{true, blobs_[1]->diff()});
-      });
-    }
+    if (bias_term_ && param_propagate_down(1))
+      scale::AddBiasGradient(ctx_, Columns(), partials_->data(), compute_type_, dy, blobs_[1]->diff());
     if (propagate_down) {
-      gpu_gemm_stored(ctx_, Trans::kNo, transpose_ ? Trans::kYes : Trans::kNo, m_, k_, num_output_, 1.0f, stored_type_,
-                      dy, weights_stored_->raw_data(), 0.0f, stored_type_, bottom->raw_diff());
+      gpu_gemm_stored(ctx_, Trans::kNo, transpose_ ? Trans::kYes : Trans::kNo, m_, k_, num_output_, 1.0f, compute_type_,
+                      dy, weights_compute_->raw_data(), 0.0f, compute_type_, bottom->raw_diff());
     }
   }
 
@@ -210,8 +200,8 @@ class InnerProductLayer : public Layer {
   Blob* ones_ = nullptr;            // M ones (GPU nets with a bias only), memory of its own for the whole run
   const float* ones_at_ = nullptr;  // where the ones were last written, and how many
   int ones_filled_ = 0;
-  DataType stored_type_ = DataType::kFloat;  // of x, y and their diffs (16-bit on the GPU only)
-  Blob* weights_stored_ = nullptr;  // 16-bit: W rounded to the stored type, Forward to Backward
+  DataType compute_type_ = DataType::kFloat;  // of x, y and their diffs (16-bit on the GPU only)
+  Blob* weights_compute_ = nullptr;  // 16-bit: W rounded to the compute type, Forward to Backward
   Blob* partials_ = nullptr;        // 16-bit with a bias: the bias gradient's channel sums (a workspace)
 };
 

@@ -2,8 +2,8 @@
 // the bottom read as (outer, dim, inner), a ChannelLayout whose channel d is γ's or β's element d:
 // y = x · γ[d] + β[d] (MapChannels), and the parameter gradients' per-d sums (ChannelSums). x, y and
 // their gradients may be float or 16-bit storage (read as float, results rounded once); γ, β and the
-// sums' results are float. scale.cpp, bias.cpp and the convolutions' bias run them;
-// cuda/scale_math.cu instantiates them for the GPU.
+// sums' results are float. scale.cpp and bias.cpp run them, and so do the convolutions' and the inner
+// product's bias through AddBias and AddBiasGradient; cuda/scale_math.cu instantiates them for the GPU.
 #pragma once
 
 #include <cstdint>
@@ -45,5 +45,23 @@ struct StoreSum {
     out[d] = static_cast<float>(accumulate ? out[d] + total[0] : total[0]);
   }
 };
+
+// A layer's bias on its top: y[i] += bias[d], d the channel of element i in `l`, over y of storage type
+// `type` (on the context's device).
+inline void AddBias(Context& ctx, ChannelLayout l, DataType type, const float* bias, void* y) {
+  VisitStorageType(type, [&](auto zero) {
+    using T = decltype(zero);
+    T* values = static_cast<T*>(y);
+    MapChannels(ctx, l, ScaleBias{nullptr, bias}, values, static_cast<const T*>(values));
+  });
+}
+
+// Its gradient: db[d] += Σ dy over channel d, dy of storage type `type` (`scratch`: ChannelSums's).
+inline void AddBiasGradient(Context& ctx, ChannelLayout l, float* scratch, DataType type, const void* dy, float* db) {
+  VisitStorageType(type, [&](auto zero) {
+    using T = decltype(zero);
+    ChannelSums(ctx, l, scratch, SumOfProducts{static_cast<const T*>(dy), nullptr}, StoreSum{true, db});
+  });
+}
 
 }  // namespace cortado::scale

@@ -51,13 +51,16 @@ __global__ void FinishKernel(float clip, int iter_size, int average, const uint6
     const double* partials = reinterpret_cast<const double*>(state);
     for (int b = 0; b < kBlocks; ++b) sumsq += partials[b];
   }
-  bool overflow = false;
+  // Scaled on the device (dynamic or adaptive): the update multiplies g by 1 / (iter_size · this step's
+  // scale), and only an overflow under dynamic scaling skips it.
+  const bool overflow = dynamic && !isfinite(sumsq);
+  if (dynamic || adaptive) {
+    state[kGradFactor] = 1.0f / (static_cast<float>(iter_size) * state[kLossScale]);
+    reinterpret_cast<int*>(state)[kSkip] = overflow ? 1 : 0;
+  }
   if (dynamic) {  // as the CPU solver's UnscaleGradients: skip and halve, or count and maybe double
     const float scale = state[kLossScale];
-    state[kGradFactor] = 1.0f / (static_cast<float>(iter_size) * scale);
     int* clean = reinterpret_cast<int*>(state + kCleanSteps);
-    overflow = !isfinite(sumsq);
-    reinterpret_cast<int*>(state)[kSkip] = overflow ? 1 : 0;
     if (overflow) {
       reinterpret_cast<int*>(state)[kSkippedSteps] += 1;
       reinterpret_cast<int*>(state)[kLastSkipped] = static_cast<int>(*iter_word);
@@ -68,9 +71,7 @@ __global__ void FinishKernel(float clip, int iter_size, int average, const uint6
       *clean = 0;
     }
   }
-  if (adaptive) {  // as the CPU solver's UnscaleGradients: K · 4 / the largest finite |g|, never a skip
-    state[kGradFactor] = 1.0f / (static_cast<float>(iter_size) * state[kLossScale]);
-    reinterpret_cast<int*>(state)[kSkip] = 0;
+  if (adaptive) {  // as the CPU solver's UnscaleGradients: K · 4 / the largest finite |g|
     float largest = 0.0f;
     for (int b = 0; b < kBlocks; ++b) largest = fmaxf(largest, state[kLargestPartials + b]);
     state[kLossScale] = adaptive_factor * (largest > 0.0f ? 4.0f / largest : 1.0f);
