@@ -25,6 +25,7 @@ group pycaffe pybind11-dev python3-dev python3-protobuf python3-six python3-pydo
 group hdf5   libhdf5-dev hdf5-tools python3-h5py  # HDF5 snapshots; tests write Caffe-layout files with h5py
 group mpi    openmpi-bin libopenmpi-dev   # data-parallel training under mpirun (libopenmpi-dev does not pull in mpirun)
 group opencv libopencv-dev python3-opencv  # image decoding (encoded Datums, ImageData, convert_imageset); tests load Cortado's .caffemodel with OpenCV's dnn module
+group onnx   libonnx-dev python3-onnx  # export_onnx and import_onnx (the ONNX schema, checker, shape inference); tests check models with onnx.checker
 group fuzz   clang libclang-rt-14-dev libomp-14-dev llvm-14  # scripts/fuzz.sh: libFuzzer, ASan and UBSan runtimes, clang's OpenMP, llvm-symbolizer
 
 # ---- what is missing --------------------------------------------------------------------------
