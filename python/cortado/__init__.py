@@ -18,6 +18,7 @@ from .pycaffe import (AdaDeltaSolver, AdaGradSolver, AdamSolver, Net, NesterovSo
                       SGDSolver, Solver, get_solver)
 from .proto.caffe_pb2 import TEST, TRAIN
 from . import io
+from . import onnx
 from .classifier import Classifier
 from .detector import Detector
 from .net_spec import NetSpec, layers, params, to_proto

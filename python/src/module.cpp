@@ -1,11 +1,13 @@
 // module.cpp — the `cortado` module's session functions (pycaffe's set_mode_cpu, set_mode_gpu,
-// set_device, set_random_seed, layer_type_list, has_nccl) and the assembly of its parts.
+// set_device, set_random_seed, layer_type_list, has_nccl), ONNX export and import (for cortado.onnx),
+// and the assembly of its parts.
 #include <glog/logging.h>
 
 #include "binding.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
 #include "cortado/layer_registry.hpp"
+#include "cortado/onnx.hpp"
 
 namespace cortado::python {
 
@@ -37,6 +39,24 @@ void DefineModule(py::module_& m) {
     FLAGS_logtostderr = true;
     FLAGS_minloglevel = level;
   }, py::arg("level") = 0, "Logs to stderr from glog level `level` up (0 INFO, 1 WARNING, 2 ERROR)");
+  m.def("has_onnx", [] { return BuiltWithOnnx(); }, "Whether this build can export and import ONNX models");
+  m.def("_export_onnx",
+        [](const std::string& net, const std::string& weights, const std::string& onnx, bool dynamic_batch,
+           const std::vector<std::pair<std::string, std::vector<int>>>& input_shapes) {
+          OnnxExportOptions options;
+          options.dynamic_batch = dynamic_batch;
+          options.input_shapes = input_shapes;
+          py::gil_scoped_release release;
+          ExportOnnxFile(net, weights, onnx, options);
+        });
+  m.def("_import_onnx", [](const std::string& onnx, const std::string& net, const std::string& weights,
+                           int batch_size) {
+    CORTADO_REQUIRE(batch_size > 0, "import_model: batch_size must be positive, got ", batch_size);
+    OnnxImportOptions options;
+    options.batch_size = batch_size;
+    py::gil_scoped_release release;
+    ImportOnnxFile(onnx, net, weights, options);
+  });
   DefineBlob(m);
   DefineLayer(m);
   DefineNet(m);

@@ -3,7 +3,8 @@
 // exactly as `trainer test` does. Needs data/mnist (scripts/test.sh prepares it) and python3-opencv
 // (scripts/install_deps.sh installs it; the test is skipped, visibly, only when it is missing).
 // A LeNet trained in bf16 for Caffe's 10,000 iterations reaches Caffe's accuracy, and OpenCV scores its
-// (float) .caffemodel as trainer test does.
+// (float) .caffemodel as trainer test does. Both LeNets, written as ONNX models by export_onnx and read
+// by OpenCV's ONNX importer, score the same count of test images too.
 //
 // And Caffe's AlexNet, GoogLeNet and ResNet-50 deploy nets, with weights Cortado gave them and saved,
 // map the same input to the same softmax in Cortado and in OpenCV (max relative error ≤ 1e-4).
@@ -116,11 +117,12 @@ struct LeNetScores {
   double trainer = -1;            // trainer test's accuracy, in the precision it trained in
   double trainer_float = -1;      // trainer test's accuracy of the same weights in float
   int opencv_correct = -1;        // of the 10,000 test images, in OpenCV's dnn
+  int opencv_onnx_correct = -1;   // the same, from the ONNX model export_onnx wrote
 };
 
 // Caffe's LeNet recipe on Caffe's unchanged train/test net for `iterations` steps in `precision`
 // (trainer --precision), then the weights scored by trainer test (in that precision and in float) and
-// by OpenCV's dnn on Caffe's deploy lenet.prototxt.
+// by OpenCV's dnn on Caffe's deploy lenet.prototxt and on its ONNX export.
 LeNetScores TrainLeNetAndScore(int iterations, const std::string& precision) {
   const std::string root = SourceDir();
   for (const char* file : {"/data/mnist/mnist_train_lmdb/data.mdb", "/data/mnist/mnist_test_lmdb/data.mdb",
@@ -147,16 +149,24 @@ LeNetScores TrainLeNetAndScore(int iterations, const std::string& precision) {
   };
   scores.trainer = test(flag);
   scores.trainer_float = precision.empty() ? scores.trainer : test("");
-  const std::string script = root + "/tests/compat/opencv_mnist_accuracy.py";
-  const std::string out = dir + "/opencv.txt";
-  const auto cv = RunCommand("(" + cd + "/usr/bin/python3 " + script + " models/mnist/lenet.prototxt " + weights +
-                             " data/mnist/t10k-images-idx3-ubyte data/mnist/t10k-labels-idx1-ubyte >" + out + ")");
-  EXPECT_EQ(cv.exit_code, 0) << cv.err;
-  std::ifstream in(out);
-  std::string word_correct, word_of;
-  int total = -1;
-  in >> word_correct >> scores.opencv_correct >> word_of >> total;
-  EXPECT_EQ(total, 10000);
+  const auto opencv_correct = [&](const std::string& model_args) {
+    const std::string script = root + "/tests/compat/opencv_mnist_accuracy.py";
+    const std::string out = dir + "/opencv.txt";
+    const auto cv = RunCommand("(" + cd + "/usr/bin/python3 " + script + " " + model_args +
+                               " data/mnist/t10k-images-idx3-ubyte data/mnist/t10k-labels-idx1-ubyte >" + out + ")");
+    EXPECT_EQ(cv.exit_code, 0) << cv.err;
+    std::ifstream in(out);
+    std::string word_correct, word_of;
+    int correct = -1, total = -1;
+    in >> word_correct >> correct >> word_of >> total;
+    EXPECT_EQ(total, 10000);
+    return correct;
+  };
+  scores.opencv_correct = opencv_correct("models/mnist/lenet.prototxt " + weights);
+  const std::string onnx = dir + "/lenet.onnx";
+  const auto exported = RunCommand(cd + ToolPath("export_onnx") + " models/mnist/lenet.prototxt " + weights + " " + onnx);
+  EXPECT_EQ(exported.exit_code, 0) << exported.err;
+  scores.opencv_onnx_correct = opencv_correct("--onnx " + onnx);
   return scores;
 }
 
@@ -170,6 +180,7 @@ TEST(OpenCvDnn, LoadsCortadosLeNetAndScoresMnistLikeTrainerTest) {
   // trainer test's accuracy is the mean over 100 batches of 100: a count of correct images / 10,000.
   EXPECT_EQ(scores.opencv_correct, static_cast<int>(std::lround(scores.trainer * 10000)))
       << "OpenCV: " << scores.opencv_correct << " of 10000 correct; trainer test: accuracy " << scores.trainer;
+  EXPECT_EQ(scores.opencv_onnx_correct, scores.opencv_correct) << "OpenCV on the ONNX export";
 }
 
 // LeNet trained in bf16 (activations and gradients stored in 16 bits, fp32 master weights) for
@@ -179,11 +190,13 @@ TEST(OpenCvDnn, LoadsABf16TrainedLeNetAtTheTrainersAccuracy) {
   if (!HaveOpenCv())
     GTEST_SKIP() << "python3-opencv is not installed (scripts/install_deps.sh installs it)";
   const LeNetScores scores = TrainLeNetAndScore(10000, "bf16");
-  std::printf("LeNet bf16, 10000 iterations: trainer test bf16 %.4f, float %.4f; OpenCV %d of 10000\n",
-              scores.trainer, scores.trainer_float, scores.opencv_correct);
+  std::printf("LeNet bf16, 10000 iterations: trainer test bf16 %.4f, float %.4f; OpenCV %d of 10000, "
+              "from its ONNX export %d\n", scores.trainer, scores.trainer_float, scores.opencv_correct,
+              scores.opencv_onnx_correct);
   EXPECT_GE(scores.trainer, 0.985);
   EXPECT_EQ(scores.opencv_correct, static_cast<int>(std::lround(scores.trainer_float * 10000)));
   EXPECT_NEAR(scores.opencv_correct / 10000.0, scores.trainer, 0.002);
+  EXPECT_EQ(scores.opencv_onnx_correct, static_cast<int>(std::lround(scores.trainer_float * 10000)));
 }
 
 }  // namespace cortado::test

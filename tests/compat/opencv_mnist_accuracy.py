@@ -1,8 +1,10 @@
 #!/usr/bin/python3
-"""opencv_mnist_accuracy.py — an independent reader of Caffe files scores a .caffemodel on MNIST.
+"""opencv_mnist_accuracy.py — an independent reader of Caffe and ONNX files scores a net on MNIST.
 
 Usage: opencv_mnist_accuracy.py DEPLOY.prototxt WEIGHTS.caffemodel IMAGES-idx3 LABELS-idx1
-Loads the net with OpenCV's dnn module (cv2.dnn.readNetFromCaffe), scales the test images by 1/256
+       opencv_mnist_accuracy.py --onnx MODEL.onnx IMAGES-idx3 LABELS-idx1
+Loads the net with OpenCV's dnn module (cv2.dnn.readNetFromCaffe, or readNetFromONNX for a model
+export_onnx wrote), scales the test images by 1/256
 as Caffe's LeNet does (transform_param scale 0.00390625), and prints "correct N of M" where the
 argmax of the net's output equals the label. Exit 2 when OpenCV's dnn module is missing.
 """
@@ -31,8 +33,8 @@ def read_idx(path, magic):
 
 
 def main():
-    deploy, weights, images_path, labels_path = sys.argv[1:5]
-    net = cv2.dnn.readNetFromCaffe(deploy, weights)
+    first, second, images_path, labels_path = sys.argv[1:5]
+    net = cv2.dnn.readNetFromONNX(second) if first == "--onnx" else cv2.dnn.readNetFromCaffe(first, second)
     images = read_idx(images_path, 2051).astype(np.float32) * np.float32(0.00390625)
     labels = read_idx(labels_path, 2049)
     correct = 0

@@ -44,6 +44,21 @@ layer { name: "relu" type: "ReLU" bottom: "ip" top: "relu" }
 layer { name: "prob" type: "Softmax" bottom: "relu" top: "prob" }
 """
 
+# Caffe's LeNet recipe (models/mnist/lenet_solver.prototxt) with the net and the run's length to fill in.
+LENET_SOLVER = """
+{net_field}: "{net}"
+base_lr: 0.01
+momentum: 0.9
+weight_decay: 0.0005
+lr_policy: "inv"
+gamma: 0.0001
+power: 0.75
+display: 0
+max_iter: {max_iter}
+snapshot_prefix: "{prefix}"
+random_seed: 7
+"""
+
 GPU = None
 
 

@@ -12,26 +12,11 @@ import pytest
 
 import cortado as caffe
 from cortado import layers as L, params as P
-from conftest import REPO, write_text
+from conftest import LENET_SOLVER, REPO, write_text
 
 MNIST = REPO / 'data' / 'mnist'
 pytestmark = pytest.mark.skipif(not (MNIST / 'mnist_train_lmdb' / 'data.mdb').exists(),
                                 reason='MNIST is not in data/mnist (scripts/test.sh fetches it)')
-
-SOLVER = """
-{net_field}: "{net}"
-base_lr: 0.01
-momentum: 0.9
-weight_decay: 0.0005
-lr_policy: "inv"
-gamma: 0.0001
-power: 0.75
-display: 0
-max_iter: {max_iter}
-snapshot_prefix: "{prefix}"
-random_seed: 7
-"""
-
 
 def netspec_lenet(source, batch_size):
     """LeNet as pycaffe's LeNet tutorial writes it with NetSpec, layer for layer the prototxt's."""
@@ -61,7 +46,7 @@ def test_netspec_lenet_trains_to_the_prototxt_weights(tmp_path, monkeypatch):
     for name, field, net in (('spec', 'train_net', spec_net),
                              ('prototxt', 'train_net', REPO / 'models/mnist/lenet_train_test.prototxt')):
         path = write_text(tmp_path, f'{name}_solver.prototxt',
-                          SOLVER.format(net_field=field, net=net, max_iter=20, prefix=tmp_path / name))
+                          LENET_SOLVER.format(net_field=field, net=net, max_iter=20, prefix=tmp_path / name))
         solvers.append(caffe.SGDSolver(str(path)))
     spec, reference = solvers
     assert list(spec.net.params) == list(reference.net.params)
@@ -83,7 +68,7 @@ def trained_lenet(tmp_path_factory):
     cwd = os.getcwd()
     os.chdir(REPO)
     try:
-        path = write_text(directory, 'solver.prototxt', SOLVER.format(
+        path = write_text(directory, 'solver.prototxt', LENET_SOLVER.format(
             net_field='net', net=REPO / 'models/mnist/lenet_train_test.prototxt', max_iter=300,
             prefix=directory / 'lenet'))
         solver = caffe.SGDSolver(str(path))
