@@ -1,7 +1,7 @@
 // make_seeds.cpp — writes the harnesses' generated seed inputs into fuzz/corpus/<harness>/ (run by
 // scripts/fuzz.sh --make-seeds; the results are committed): weights and snapshots of SmallNet in both
-// formats, Datums, databases, IDX files, mean files, image lists, and copies of the shipped model and
-// solver prototxts. The hand-written seeds (fuzz/corpus/net_prototxt/zoo_*.prototxt) are left alone.
+// formats, Datums, databases, IDX files, mean files, image lists, SmallNet as an ONNX model, and copies
+// of the shipped model and solver prototxts. The hand-written seeds (fuzz/corpus/net_prototxt/zoo_*.prototxt) are left alone.
 //
 // Usage: fuzz_make_seeds REPO_ROOT
 #include <cstdio>
@@ -17,6 +17,7 @@
 #include "cortado/image.hpp"
 #include "cortado/io.hpp"
 #include "cortado/net.hpp"
+#include "cortado/onnx.hpp"
 #include "cortado/solver.hpp"
 #include "fuzz_util.hpp"
 
@@ -158,6 +159,13 @@ void Prototxts(const std::string& repo) {
   }
 }
 
+// SmallNet exported (its DummyData an input, its loss left out), as import_onnx reads a model.
+void OnnxModels() {
+  if (!cortado::BuiltWithOnnx()) return;
+  Seed("onnx_model", "small_net.onnx",
+       cortado::ExportOnnxModel(cortado::fuzz::SmallNet(), "", cortado::OnnxExportOptions(), "small_net"));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -175,6 +183,7 @@ int main(int argc, char** argv) {
     MnistFiles();
     MeansAndLists();
     Prototxts(repo);
+    OnnxModels();
   } catch (const cortado::Error& e) {
     std::fprintf(stderr, "fuzz_make_seeds: error: %s\n", e.what());
     return 1;

@@ -12,7 +12,7 @@ if '_cortado_embedded' in _sys.builtin_module_names:
 else:
     from . import _cortado
 
-from ._cortado import (Blob, CortadoError, Layer, has_gpu, has_nccl, init_log, layer_type_list,
+from ._cortado import (Blob, CortadoError, Layer, has_gpu, has_nccl, has_onnx, init_log, layer_type_list,
                        set_device, set_mode_cpu, set_mode_gpu, set_random_seed)
 from .pycaffe import (AdaDeltaSolver, AdaGradSolver, AdamSolver, Net, NesterovSolver, RMSPropSolver,
                       SGDSolver, Solver, get_solver)
