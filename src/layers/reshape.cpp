@@ -4,6 +4,8 @@
 // dim at the same position and one −1 is inferred so the element count stays the same.
 // The top is a view of the bottom's memory (TopAliasesBottom): Forward and Backward do nothing, on
 // either device.
+#include <climits>
+#include <cstdint>
 #include <sstream>
 
 #include "cortado/error.hpp"
@@ -65,7 +67,9 @@ class ReshapeLayer : public Layer {
         d = x.shape(start + i);
       } else {
         require(d > 0, "dim ", i, " is ", d, "; dims must be positive, 0 (copy) or -1 (infer)");
+        require(d <= INT_MAX, "dim ", i, " is ", d, ", past the largest blob dimension ", INT_MAX);
       }
+      require(d == 0 || known <= INT64_MAX / d, "the new shape has more elements than a blob can hold");
       known *= d;
       shape.push_back(static_cast<int>(d));
     }
