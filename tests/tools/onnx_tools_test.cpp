@@ -95,4 +95,30 @@ layer { name: "conv1" type: "Convolution" bottom: "data" top: "conv1" convolutio
   EXPECT_FALSE(Exists(dir_ + "/out.onnx"));
 }
 
+// What fuzz/regressions/onnx_model/ holds: models the onnx_model fuzzer found crashing the import, each
+// now refused with one line.
+TEST_F(OnnxTools, FuzzFindingsAreRefusedOnOneLine) {
+  const std::string regressions = SourceDir() + "/fuzz/regressions/onnx_model/";
+  const std::pair<const char*, const char*> cases[] = {
+      // A UINT8 initializer whose raw bytes outnumber its shape's elements (a CHECK when written back).
+      {"uint8_initializer_overfilling_its_shape.onnx",
+       "initializer 'conv/weight': it holds 72 values but its shape [2,1,3,1] holds 6"},
+      // A zero stride, which ONNX 1.12's shape inference divides by (a floating-point exception).
+      {"zero_stride_in_shape_inference.onnx", "node '/MaxPool' (MaxPool): its strides must be positive, got 0"},
+      // Constants of different ranks concatenated while folding (read past a shape).
+      {"concat_of_constants_differing_in_rank.onnx", "node '/Concat' (Concat): Concat's inputs differ in rank"},
+      // A constant broadcast against an empty one (read past the empty one's values).
+      {"broadcast_against_an_empty_constant.onnx", "node 'conv' (Crop): ONNX has no operator Crop at opset 13"},
+      // An initializer whose dims multiply past int64 (an overflow while counting its values).
+      {"initializer_dims_overflowing_int64.onnx", "initializer 'ip/weight': its dims are not a tensor's shape"},
+      // Reshape dims whose product overflowed int64 in the Reshape layer.
+      {"reshape_dims_overflowing_int64.onnx", "past the largest blob dimension 2147483647"},
+  };
+  for (const auto& [file, message] : cases) {
+    const std::string error = ToolError("import_onnx", regressions + file + " " + dir_ + "/n.prototxt " + dir_ + "/n.caffemodel");
+    EXPECT_TRUE(Has(error, message)) << file << ": " << error;
+    EXPECT_FALSE(Exists(dir_ + "/n.prototxt"));
+  }
+}
+
 }  // namespace cortado::test

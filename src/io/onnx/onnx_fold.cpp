@@ -26,6 +26,20 @@ int64_t Product(const std::vector<int64_t>& dims, size_t begin = 0, size_t end =
   return p;
 }
 
+// The values a folded constant of `dims` holds: a Refusal for a negative dim or more than a shape
+// computation could want (2^25), checked before anything is allocated.
+int64_t Count(const std::vector<int64_t>& dims) {
+  constexpr int64_t kMaxValues = int64_t(1) << 25;
+  int64_t n = 1;
+  for (int64_t d : dims) {
+    if (d < 0) throw Refusal{"a folded constant would have the negative dimension " + std::to_string(d)};
+    if (d > 0 && n > kMaxValues / d) throw Refusal{"a folded constant would hold more than 2^25 values"};
+    n *= d;
+  }
+  if (n > kMaxValues) throw Refusal{"a folded constant would hold more than 2^25 values"};
+  return n;
+}
+
 std::vector<int64_t> Strides(const std::vector<int64_t>& dims) {
   std::vector<int64_t> s(dims.size(), 1);
   for (int k = int(dims.size()) - 2; k >= 0; --k) s[size_t(k)] = s[size_t(k) + 1] * dims[size_t(k) + 1];
@@ -37,7 +51,7 @@ Constant Pick(const Constant& from, const std::vector<int64_t>& dims, const std:
   Constant out;
   out.dims = dims;
   out.integer = from.integer;
-  const int64_t n = Product(dims);
+  const int64_t n = Count(dims);
   if (from.integer) {
     out.i.resize(size_t(n));
     for (int64_t k = 0; k < n; ++k) out.i[size_t(k)] = from.i[size_t(pick(k))];
@@ -63,13 +77,13 @@ Constant Broadcast(const Constant& a, const Constant& b, bool integer,
   std::copy(b.dims.begin(), b.dims.end(), db.begin() + long(rank - b.dims.size()));
   for (size_t k = 0; k < rank; ++k) {
     if (da[k] != db[k] && da[k] != 1 && db[k] != 1) throw Refusal{"the constants' shapes do not broadcast"};
-    out_dims[k] = std::max(da[k], db[k]);
+    out_dims[k] = da[k] == 1 ? db[k] : da[k];  // a 0 against a 1 is 0, as numpy broadcasts
   }
   const auto sa = Strides(da), sb = Strides(db), so = Strides(out_dims);
   Constant out;
   out.dims = out_dims;
   out.integer = integer;
-  const int64_t n = Product(out_dims);
+  const int64_t n = Count(out_dims);
   for (int64_t k = 0; k < n; ++k) {
     int64_t ia = 0, ib = 0, rest = k;
     for (size_t ax = 0; ax < rank; ++ax) {
@@ -78,7 +92,7 @@ Constant Broadcast(const Constant& a, const Constant& b, bool integer,
       if (da[ax] != 1) ia += idx * sa[ax];
       if (db[ax] != 1) ib += idx * sb[ax];
     }
-    if (integer) out.i.push_back(int64_t(op_double(a.at(ia), b.at(ib))));
+    if (integer) out.i.push_back(ToInt64(op_double(a.at(ia), b.at(ib))));
     else out.f.push_back(op_float(float(a.at(ia)), float(b.at(ib))));
   }
   return out;
@@ -120,6 +134,8 @@ Constant FoldSlice(const Importer& im, const onnx::NodeProto& node, const Consta
   if (axes.empty())
     for (size_t k = 0; k < starts.size(); ++k) axes.push_back(int64_t(k));
   if (steps.empty()) steps.assign(starts.size(), 1);
+  if (ends.size() != starts.size() || axes.size() != starts.size() || steps.size() != starts.size())
+    throw Refusal{"Slice's starts, ends, axes and steps differ in length"};
   std::vector<int64_t> begin(size_t(rank), 0), step(size_t(rank), 1), out_dims = data.dims;
   for (size_t k = 0; k < axes.size(); ++k) {
     const size_t ax = size_t(NormalizeAxis(axes[k], rank));
@@ -179,10 +195,12 @@ std::vector<int64_t> ReshapeDims(const std::vector<int64_t>& in_dims, const std:
       if (k >= in_dims.size()) throw Refusal{"Reshape copies an axis the input does not have"};
       out[k] = in_dims[k];
     }
+    if (out[k] < -1) throw Refusal{"Reshape asks for the dimension " + std::to_string(out[k])};
     if (out[k] == -1) {
       if (infer >= 0) throw Refusal{"Reshape has two -1 axes"};
       infer = int64_t(k);
     } else {
+      Count({known, out[k]});  // no overflow
       known *= out[k];
     }
   }
@@ -281,7 +299,10 @@ bool FoldNode(Importer& im, const onnx::NodeProto& node) {
     for (auto& a : axes) a = NormalizeAxis(a, out_rank);
     std::sort(axes.begin(), axes.end());
     std::vector<int64_t> dims = x.dims;
-    for (int64_t a : axes) dims.insert(dims.begin() + a, 1);
+    for (int64_t a : axes) {
+      if (a > int64_t(dims.size())) throw Refusal{"Unsqueeze's axes leave a gap"};
+      dims.insert(dims.begin() + a, 1);
+    }
     result = Reshaped(x, dims);
   } else if (op == "Squeeze") {
     std::vector<int64_t> axes = AxesOf(im, node, 1);
@@ -298,11 +319,16 @@ bool FoldNode(Importer& im, const onnx::NodeProto& node) {
     for (const auto& in : node.input()) {
       parts.push_back(&im.Const(in));
       integer = integer && parts.back()->integer;
+      const std::vector<int64_t>& dims = parts.back()->dims;
+      if (dims.size() != x.dims.size()) throw Refusal{"Concat's inputs differ in rank"};
+      for (size_t k = 0; k < dims.size(); ++k)
+        if (k != axis && dims[k] != x.dims[k]) throw Refusal{"Concat's inputs differ off the axis"};
     }
     result.integer = integer;
     result.dims = x.dims;
     result.dims[axis] = 0;
     for (const Constant* p : parts) result.dims[axis] += p->dims[axis];
+    Count(result.dims);
     const int64_t outer = Product(x.dims, 0, axis);
     for (int64_t o = 0; o < outer; ++o)
       for (const Constant* p : parts) {
@@ -319,38 +345,43 @@ bool FoldNode(Importer& im, const onnx::NodeProto& node) {
     result.dims = x.dims;
     result.integer = !to_float;
     if (to_float) result.f = x.floats();
-    else for (int64_t k = 0; k < x.count(); ++k) result.i.push_back(to == onnx::TensorProto::BOOL ? x.at(k) != 0 : int64_t(x.at(k)));
+    else for (int64_t k = 0; k < x.count(); ++k) result.i.push_back(to == onnx::TensorProto::BOOL ? x.at(k) != 0 : ToInt64(x.at(k)));
   } else if (op == "Slice") {
     result = FoldSlice(im, node, x);
   } else if (op == "Reshape") {
     result = Reshaped(x, ReshapeDims(x.dims, im.Const(node.input(1)).ints(), IntAttribute(node, "allowzero", 0)));
   } else if (op == "Flatten") {
     const int64_t axis = IntAttribute(node, "axis", 1);
+    if (axis < -rank || axis > rank) throw Refusal{"Flatten's axis is outside the input's rank"};
     const size_t a = size_t(axis < 0 ? axis + rank : axis);
     result = Reshaped(x, {Product(x.dims, 0, a), Product(x.dims, a)});
   } else if (op == "Expand") {
     Constant ones;
     ones.dims = im.Const(node.input(1)).ints();
     ones.integer = true;
-    ones.i.assign(size_t(Product(ones.dims)), 1);
+    ones.i.assign(size_t(Count(ones.dims)), 1);
     result = FoldBinary("Mul", x, ones);
   } else if (op == "ConstantOfShape") {
     result.dims = x.ints();
     Constant value;
     value.f = {0.0f};
     if (const auto* a = FindAttribute(node, "value")) value = FromTensor(a->t(), what);
+    if (value.count() != 1) throw Refusal{"ConstantOfShape's value is not one value"};
     result.integer = value.integer;
-    const int64_t n = Product(result.dims);
-    if (value.integer) result.i.assign(size_t(n), value.i.at(0));
-    else result.f.assign(size_t(n), value.f.at(0));
+    const int64_t n = Count(result.dims);
+    if (value.integer) result.i.assign(size_t(n), value.i[0]);
+    else result.f.assign(size_t(n), value.f[0]);
   } else if (op == "Range") {
+    if (x.count() != 1 || im.Const(node.input(1)).count() != 1 || im.Const(node.input(2)).count() != 1)
+      throw Refusal{"Range's start, limit and delta are not one value each"};
     const double start = x.at(0), limit = im.Const(node.input(1)).at(0), delta = im.Const(node.input(2)).at(0);
     if (delta == 0) throw Refusal{"Range with delta 0"};
-    const int64_t n = std::max<int64_t>(int64_t(std::ceil((limit - start) / delta)), 0);
+    const int64_t n = std::max<int64_t>(ToInt64(std::ceil((limit - start) / delta)), 0);
+    Count({n});
     result.integer = x.integer;
     result.dims = {n};
     for (int64_t k = 0; k < n; ++k) {
-      if (x.integer) result.i.push_back(int64_t(start) + k * int64_t(delta));
+      if (x.integer) result.i.push_back(ToInt64(start + double(k) * delta));
       else result.f.push_back(float(start) + float(k) * float(delta));
     }
   } else if (op == "Neg" || op == "Floor" || op == "Ceil" || op == "Sqrt") {
@@ -358,7 +389,7 @@ bool FoldNode(Importer& im, const onnx::NodeProto& node) {
     for (int64_t k = 0; k < x.count(); ++k) {
       const double v = x.at(k);
       const double r = op == "Neg" ? -v : op == "Floor" ? std::floor(v) : op == "Ceil" ? std::ceil(v) : std::sqrt(v);
-      if (x.integer) result.i[size_t(k)] = int64_t(r);
+      if (x.integer) result.i[size_t(k)] = ToInt64(r);
       else result.f[size_t(k)] = op == "Sqrt" ? std::sqrt(x.f[size_t(k)]) : float(r);
     }
   } else if (op == "Equal") {
@@ -371,12 +402,14 @@ bool FoldNode(Importer& im, const onnx::NodeProto& node) {
     result = a;
     for (int64_t k = 0; k < x.count(); ++k)
       if (x.at(k) == 0) {
-        if (a.integer) result.i[size_t(k)] = int64_t(b.at(k));
+        if (a.integer) result.i[size_t(k)] = ToInt64(b.at(k));
         else result.f[size_t(k)] = float(b.at(k));
       }
   } else {
     result = FoldBinary(op, x, im.Const(node.input(1)));
   }
+  if (result.count() > im.fold_budget) throw Refusal{"its constants fold into more values than the model's weights justify"};
+  im.fold_budget -= result.count();
   im.constants[out] = std::move(result);
   return true;
 }

@@ -2,14 +2,19 @@
 // checker), fixes the graph inputs' symbolic batch axis and runs ONNX shape inference, writes an Input
 // layer per graph input, then walks the nodes in order, folding constants (onnx_fold.cpp) and mapping
 // the rest to layers (onnx_import_ops.cpp). Every node that cannot be mapped is collected, and the
-// import fails with one line naming them all; otherwise it returns the prototxt's NetParameter and the
-// weights' NetParameter (the same layers with their blobs).
+// import fails with one line naming them all; otherwise the net is built on a planning context, as
+// trainer will build it, and the prototxt's NetParameter and the weights' NetParameter (the same
+// layers with their blobs) are returned.
 #include <onnx/checker.h>
+#include <onnx/defs/schema.h>
 #include <onnx/shape_inference/implementation.h>
 
+#include <cmath>
 #include <sstream>
 
+#include "cortado/context.hpp"  // Context::PlanOnly
 #include "cortado/error.hpp"
+#include "cortado/net.hpp"
 #include "cortado/onnx.hpp"
 #include "onnx_import.hpp"
 #include "onnx_tensors.hpp"
@@ -26,11 +31,45 @@ std::vector<int64_t> Constant::ints() const {
   if (integer) return i;
   std::vector<int64_t> out;
   for (float v : f) {
-    if (v != float(int64_t(v))) throw Refusal{"expected whole numbers in a constant, found " + std::to_string(v)};
-    out.push_back(int64_t(v));
+    if (v != std::floor(v)) throw Refusal{"expected whole numbers in a constant, found " + std::to_string(v)};
+    out.push_back(ToInt64(v));
   }
   return out;
 }
+
+namespace {
+std::string ShapeText(const std::vector<int64_t>& dims) {
+  std::string text = "[";
+  for (size_t k = 0; k < dims.size(); ++k) text += (k ? "," : "") + std::to_string(dims[k]);
+  return text + "]";
+}
+
+// What ONNX 1.12's checker and shape inference do not handle themselves, refused first in every graph
+// of the model, subgraphs too: an experimental operator (the checker prints a warning of its own and
+// passes it) and a window's zero or negative attributes (shape inference divides by a stride).
+void CheckBeforeOnnx(const onnx::GraphProto& graph, int64_t opset, const std::string& source) {
+  for (const auto& node : graph.node()) {
+    if (node.domain().empty() || node.domain() == "ai.onnx") {
+      const onnx::OpSchema* schema = onnx::OpSchemaRegistry::Schema(node.op_type(), int(opset), "");
+      CORTADO_REQUIRE(schema && schema->support_level() != onnx::OpSchema::SupportType::EXPERIMENTAL, source,
+                      ": node '", node.name(), "' (", node.op_type(), "): ONNX has no operator ", node.op_type(),
+                      " at opset ", opset, " (or only an experimental one, which import_onnx does not read)");
+    }
+    for (const auto& a : node.attribute()) {
+      if (a.name() == "strides" || a.name() == "dilations" || a.name() == "kernel_shape")
+        for (int64_t v : a.ints())
+          CORTADO_REQUIRE(v > 0, source, ": node '", node.name(), "' (", node.op_type(), "): its ", a.name(),
+                          " must be positive, got ", v);
+      if (a.name() == "group" && a.type() == onnx::AttributeProto::INT)
+        CORTADO_REQUIRE(a.i() > 0, source, ": node '", node.name(), "' (", node.op_type(),
+                        "): its group must be positive, got ", a.i());
+      if (a.has_g()) CheckBeforeOnnx(a.g(), opset, source);
+      for (const auto& g : a.graphs()) CheckBeforeOnnx(g, opset, source);
+    }
+  }
+}
+
+}  // namespace
 
 Constant FromTensor(const onnx::TensorProto& tensor, const std::string& what) {
   Constant c;
@@ -57,7 +96,24 @@ Constant FromTensor(const onnx::TensorProto& tensor, const std::string& what) {
       c.integer = true;
       c.i = onnx_tensors::Ints(tensor, what);
   }
+  CheckFilled(c, what);
   return c;
+}
+
+void CheckFilled(const Constant& c, const std::string& what) {
+  int64_t count = 1;
+  for (int64_t d : c.dims) {
+    CORTADO_REQUIRE(d >= 0 && (d == 0 || count <= (int64_t(1) << 40) / d), what, ": its shape ",
+                    ShapeText(c.dims), " is not a tensor's shape");
+    count *= d;
+  }
+  CORTADO_REQUIRE(count == c.count(), what, ": it holds ", c.count(), " values but its shape ",
+                  ShapeText(c.dims), " holds ", count);
+}
+
+int64_t ToInt64(double v) {
+  if (!(v >= -9.2e18 && v <= 9.2e18)) throw Refusal{"the constant value " + std::to_string(v) + " is outside int64's range"};
+  return int64_t(v);
 }
 
 int64_t NormalizeAxis(int64_t axis, int64_t rank) {
@@ -178,6 +234,7 @@ onnx::ModelProto SlimModel(const onnx::ModelProto& model, const Importer& im,
   for (const auto& node : model.graph().node())
     if (!folded.count(&node)) *g->add_node() = node;
   for (const auto& [name, c] : im.constants) {
+    CheckFilled(c, im.source + ": tensor '" + name + "'");
     if (c.integer) {
       onnx_tensors::SetInts(name, c.dims, c.i, g->add_initializer());
     } else if (c.f.size() <= 4096) {
@@ -219,6 +276,16 @@ ImportedNet ImportOnnxModel(const std::string& model_bytes, const OnnxImportOpti
   CORTADO_REQUIRE(im.opset >= 9, source, ": the model uses opset ", im.opset,
                   " of the default domain; import_onnx reads opset 9 and newer (re-export it with a newer "
                   "opset, e.g. torch.onnx.export(..., opset_version=13))");
+  // The initializers first (Cortado's own reading, which checks each tensor's values against its shape).
+  onnx::GraphProto* graph = model.mutable_graph();
+  std::set<std::string> initializers;
+  im.fold_budget = int64_t(1) << 25;
+  for (const auto& t : graph->initializer()) {
+    initializers.insert(t.name());
+    im.constants[t.name()] = FromTensor(t, source + ": initializer '" + t.name() + "'");
+    im.fold_budget += 2 * im.constants[t.name()].count();
+  }
+  CheckBeforeOnnx(model.graph(), im.opset, source);
   try {
     onnx::checker::check_model(model);
   } catch (const std::exception& e) {
@@ -226,12 +293,6 @@ ImportedNet ImportOnnxModel(const std::string& model_bytes, const OnnxImportOpti
   }
   im.from_cortado = model.producer_name() == "Cortado";
 
-  onnx::GraphProto* graph = model.mutable_graph();
-  std::set<std::string> initializers;
-  for (const auto& t : graph->initializer()) {
-    initializers.insert(t.name());
-    im.constants[t.name()] = FromTensor(t, source + ": initializer '" + t.name() + "'");
-  }
   FixInputs(im, graph, initializers);
   graph->clear_value_info();
   for (const auto& out : model.graph().output()) im.graph_outputs.insert(out.name());
@@ -316,6 +377,10 @@ ImportedNet ImportOnnxModel(const std::string& model_bytes, const OnnxImportOpti
   out.weights = im.net;
   out.net = std::move(im.net);
   for (auto& layer : *out.net.mutable_layer()) layer.clear_blobs();
+  // The net builds as trainer will build it: every layer set up and shaped, on a planning context
+  // (nothing allocated). A layer that refuses its shapes is an Error naming it.
+  Context planning(Device::kCPU, Context::PlanOnly{});
+  Net built(out.net, planning, source);
   return out;
 }
 

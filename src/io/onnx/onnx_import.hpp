@@ -31,6 +31,8 @@ struct Constant {
 };
 
 Constant FromTensor(const onnx::TensorProto& tensor, const std::string& what);
+// An Error naming `what` unless the constant's values fill its shape exactly.
+void CheckFilled(const Constant& c, const std::string& what);
 
 // Thrown (and caught per node) when a node cannot become a layer; the message says why.
 struct Refusal {
@@ -42,6 +44,8 @@ struct Importer {
   OnnxImportOptions options;
   int64_t opset = 0;
   bool from_cortado = false;                       // producer_name "Cortado"
+  int64_t fold_budget = 0;                         // values folding may still create (a hostile model's
+                                                   // ConstantOfShape or Expand cannot take all memory)
   std::map<std::string, Constant> constants;       // by tensor name
   std::map<std::string, std::vector<int64_t>> shapes;  // inferred static shapes (-1: unknown dim)
   std::map<std::string, std::string> alias;        // tensor -> the blob that holds it (Identity, Dropout)
@@ -73,6 +77,9 @@ void MapNode(Importer& im, const onnx::NodeProto& node);
 
 // A blob of `layer` (the weights file gets it; the prototxt's copy of the layer drops it).
 void AddBlob(LayerParameter* layer, const std::vector<int64_t>& dims, const std::vector<float>& data);
+
+// v as an int64, or a Refusal when it is NaN or outside int64's range (a cast would be undefined).
+int64_t ToInt64(double v);
 
 // An axis attribute or input in [0, rank).
 int64_t NormalizeAxis(int64_t axis, int64_t rank);

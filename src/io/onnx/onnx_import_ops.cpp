@@ -79,9 +79,14 @@ Window ReadWindow(const Importer& im, const onnx::NodeProto& node, std::vector<i
   w.stride = IntsAttribute(node, "strides", std::vector<int64_t>(n, 1));
   w.dilation = IntsAttribute(node, "dilations", std::vector<int64_t>(n, 1));
   w.pads = IntsAttribute(node, "pads", std::vector<int64_t>(2 * n, 0));
+  if (w.stride.size() != n || w.dilation.size() != n || w.pads.size() != 2 * n)
+    throw Refusal{"its strides, dilations or pads do not match its 2-D kernel"};
+  for (int64_t p : w.pads)
+    if (p < 0) throw Refusal{"negative pads " + List(w.pads)};
   const std::string auto_pad = StringAttribute(node, "auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     const auto in = KnownShape(im, node.input(0));
+    if (in.size() != 2 + n) throw Refusal{"auto_pad " + auto_pad + " on an input that is not 4-D"};
     for (size_t a = 0; a < n; ++a) {
       const int64_t size = in[2 + a], out = (size + w.stride[a] - 1) / w.stride[a];
       const int64_t total =
@@ -93,8 +98,6 @@ Window ReadWindow(const Importer& im, const onnx::NodeProto& node, std::vector<i
   } else if (auto_pad == "VALID") {
     w.pads.assign(2 * n, 0);
   }
-  if (w.stride.size() != n || w.dilation.size() != n || w.pads.size() != 2 * n)
-    throw Refusal{"its strides, dilations or pads do not match its 2-D kernel"};
   return w;
 }
 

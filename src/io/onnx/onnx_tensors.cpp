@@ -41,6 +41,8 @@ std::vector<Out> Values(const onnx::TensorProto& tensor, const std::string& what
   CORTADO_REQUIRE(tensor.data_location() != onnx::TensorProto::EXTERNAL, what,
                   ": the tensor's data is in an external file, which import_onnx does not read (save the "
                   "model with its weights inside, e.g. onnx.save(model, path, save_as_external_data=False))");
+  CORTADO_REQUIRE(ElementCount(tensor) >= 0, what, ": its dims are not a tensor's shape (negative, or more "
+                  "values than memory holds)");
   const bool raw = tensor.has_raw_data();
   std::vector<Out> out;
   auto take = [&out](const auto& values) { out.assign(values.begin(), values.end()); };
@@ -77,7 +79,10 @@ std::vector<Out> Values(const onnx::TensorProto& tensor, const std::string& what
 
 int64_t ElementCount(const onnx::TensorProto& tensor) {
   int64_t count = 1;
-  for (int64_t d : tensor.dims()) count *= d;
+  for (int64_t d : tensor.dims()) {
+    if (d < 0 || (d > 0 && count > (int64_t(1) << 62) / d)) return -1;  // not a tensor's shape
+    count *= d;
+  }
   return count;
 }
 
@@ -113,7 +118,8 @@ std::vector<int64_t> Ints(const onnx::TensorProto& tensor, const std::string& wh
   if (tensor.data_type() == onnx::TensorProto::FLOAT || tensor.data_type() == onnx::TensorProto::DOUBLE) {
     std::vector<int64_t> out;
     for (double v : Values<double>(tensor, what)) {
-      CORTADO_REQUIRE(v == std::floor(v), what, ": expected whole numbers, found ", v);
+      CORTADO_REQUIRE(v == std::floor(v) && v >= -9.2e18 && v <= 9.2e18, what,
+                      ": expected whole numbers in int64's range, found ", v);
       out.push_back(int64_t(v));
     }
     return out;

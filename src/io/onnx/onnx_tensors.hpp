@@ -25,6 +25,7 @@ void SetInts(const std::string& name, const std::vector<int64_t>& dims, const st
 std::vector<float> Floats(const onnx::TensorProto& tensor, const std::string& what);
 // The tensor's values as int64 (INT64, INT32, and FLOAT/DOUBLE holding whole numbers).
 std::vector<int64_t> Ints(const onnx::TensorProto& tensor, const std::string& what);
+// The product of the tensor's dims; -1 when a dim is negative or the product passes 2^62.
 int64_t ElementCount(const onnx::TensorProto& tensor);
 
 // Attributes of a node being written.
