@@ -33,6 +33,11 @@ void WriteProtoToBinaryFile(const google::protobuf::Message& message, const std:
 // temporary file is removed and `path` is left as it was.
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(const std::string& temp_path)>& write);
+// `bytes` written to `path` through WriteFileAtomically.
+void WriteAtomically(const std::string& path, const std::string& bytes);
+
+// The whole file as bytes; an Error for a directory, a device, or a file that cannot be read.
+std::string ReadWholeFile(const std::string& path);
 
 bool FileExists(const std::string& path);
 

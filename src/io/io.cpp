@@ -152,6 +152,8 @@ void CheckLayerTypes(const pb::Message& message, const pb::TextFormat::ParseInfo
        LayerRegistry::UnknownTypeMessage(first.type), others.empty() ? "" : "; the net also has " + others);
 }
 
+}  // namespace
+
 std::string ReadWholeFile(const std::string& path) {
   // An ifstream opens a directory and reads it as empty; say what is wrong instead.
   std::error_code ec;
@@ -169,7 +171,6 @@ std::string ReadWholeFile(const std::string& path) {
   return contents.str();
 }
 
-// Writes bytes to path through WriteFileAtomically.
 void WriteAtomically(const std::string& path, const std::string& bytes) {
   WriteFileAtomically(path, [&](const std::string& temp) {
     const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -187,8 +188,6 @@ void WriteAtomically(const std::string& path, const std::string& bytes) {
     ::close(fd);
   });
 }
-
-}  // namespace
 
 void WriteFileAtomically(const std::string& path,
                          const std::function<void(const std::string& temp_path)>& write) {

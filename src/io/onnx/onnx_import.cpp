@@ -37,12 +37,13 @@ std::vector<int64_t> Constant::ints() const {
   return out;
 }
 
-namespace {
 std::string ShapeText(const std::vector<int64_t>& dims) {
   std::string text = "[";
   for (size_t k = 0; k < dims.size(); ++k) text += (k ? "," : "") + std::to_string(dims[k]);
   return text + "]";
 }
+
+namespace {
 
 // What ONNX 1.12's checker and shape inference do not handle themselves, refused first in every graph
 // of the model, subgraphs too: an experimental operator (the checker prints a warning of its own and

@@ -78,6 +78,9 @@ void MapNode(Importer& im, const onnx::NodeProto& node);
 // A blob of `layer` (the weights file gets it; the prototxt's copy of the layer drops it).
 void AddBlob(LayerParameter* layer, const std::vector<int64_t>& dims, const std::vector<float>& data);
 
+// "[1,3,224,224]", for messages.
+std::string ShapeText(const std::vector<int64_t>& dims);
+
 // v as an int64, or a Refusal when it is NaN or outside int64's range (a cast would be undefined).
 int64_t ToInt64(double v);
 

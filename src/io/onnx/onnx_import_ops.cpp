@@ -22,11 +22,6 @@ using onnx_tensors::StringAttribute;
 
 std::string Str(int64_t v) { return std::to_string(v); }
 
-std::string List(const std::vector<int64_t>& v) {
-  std::string s = "[";
-  for (size_t k = 0; k < v.size(); ++k) s += (k ? "," : "") + Str(v[k]);
-  return s + "]";
-}
 
 bool HasInput(const onnx::NodeProto& node, int k) { return node.input_size() > k && !node.input(k).empty(); }
 
@@ -75,14 +70,14 @@ Window ReadWindow(const Importer& im, const onnx::NodeProto& node, std::vector<i
   Window w;
   w.kernel = IntsAttribute(node, "kernel_shape", kernel);
   const size_t n = w.kernel.size();
-  if (n != 2) throw Refusal{"only 2-D windows map (kernel_shape " + List(w.kernel) + ")"};
+  if (n != 2) throw Refusal{"only 2-D windows map (kernel_shape " + ShapeText(w.kernel) + ")"};
   w.stride = IntsAttribute(node, "strides", std::vector<int64_t>(n, 1));
   w.dilation = IntsAttribute(node, "dilations", std::vector<int64_t>(n, 1));
   w.pads = IntsAttribute(node, "pads", std::vector<int64_t>(2 * n, 0));
   if (w.stride.size() != n || w.dilation.size() != n || w.pads.size() != 2 * n)
     throw Refusal{"its strides, dilations or pads do not match its 2-D kernel"};
   for (int64_t p : w.pads)
-    if (p < 0) throw Refusal{"negative pads " + List(w.pads)};
+    if (p < 0) throw Refusal{"negative pads " + ShapeText(w.pads)};
   const std::string auto_pad = StringAttribute(node, "auto_pad", "NOTSET");
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
     const auto in = KnownShape(im, node.input(0));
@@ -103,7 +98,7 @@ Window ReadWindow(const Importer& im, const onnx::NodeProto& node, std::vector<i
 
 void RequireSymmetric(const Window& w) {
   if (w.pads[0] != w.pads[2] || w.pads[1] != w.pads[3])
-    throw Refusal{"asymmetric pads " + List(w.pads) + " (Caffe pads both sides alike)"};
+    throw Refusal{"asymmetric pads " + ShapeText(w.pads) + " (Caffe pads both sides alike)"};
 }
 
 void SetConvGeometry(ConvolutionParameter* p, const Window& w) {
@@ -128,7 +123,7 @@ void SetConvGeometry(ConvolutionParameter* p, const Window& w) {
 void MapConv(Importer& im, const onnx::NodeProto& node, bool transposed) {
   const std::string x = Act(im, node, 0);
   const Constant& weight = Const(im, node, 1, "weight");
-  if (weight.dims.size() != 4) throw Refusal{"only 2-D convolutions map (weight " + List(weight.dims) + ")"};
+  if (weight.dims.size() != 4) throw Refusal{"only 2-D convolutions map (weight " + ShapeText(weight.dims) + ")"};
   Window w = ReadWindow(im, node, {weight.dims[2], weight.dims[3]});
   const int64_t group = IntAttribute(node, "group", 1);
   auto pad = im.pad_into_window.find(node.input(0));
@@ -169,7 +164,7 @@ struct Operand {
 Operand PlaceOperand(const Importer& im, const std::string& x, const Constant& c) {
   const std::vector<int64_t> shape = KnownShape(im, x);
   const size_t rank = shape.size();
-  if (c.dims.size() > rank) throw Refusal{"the constant " + List(c.dims) + " has more axes than its operand"};
+  if (c.dims.size() > rank) throw Refusal{"the constant " + ShapeText(c.dims) + " has more axes than its operand"};
   std::vector<int64_t> aligned(rank, 1);
   std::copy(c.dims.begin(), c.dims.end(), aligned.begin() + long(rank - c.dims.size()));
   Operand op;
@@ -179,14 +174,14 @@ Operand PlaceOperand(const Importer& im, const std::string& x, const Constant& c
       if (first < 0) first = int64_t(a);
       last = int64_t(a);
       if (aligned[a] != shape[a])
-        throw Refusal{"the constant " + List(c.dims) + " does not broadcast to " + List(shape)};
+        throw Refusal{"the constant " + ShapeText(c.dims) + " does not broadcast to " + ShapeText(shape)};
     }
   if (first < 0) {
     op.scalar = true;
     op.values = {float(c.at(0))};
     return op;
   }
-  if (first == 0) throw Refusal{"the constant " + List(c.dims) + " spans the batch axis"};
+  if (first == 0) throw Refusal{"the constant " + ShapeText(c.dims) + " spans the batch axis"};
   op.axis = first;
   op.num_axes = last - first + 1;
   op.dims.assign(shape.begin() + first, shape.begin() + last + 1);
@@ -241,7 +236,7 @@ void MapBinary(Importer& im, const onnx::NodeProto& node) {
     const auto shape = KnownShape(im, node.input(0));
     for (int k = 0; k < node.input_size(); ++k) {
       if (KnownShape(im, node.input(k)) != shape)
-        throw Refusal{"its inputs' shapes differ (" + List(shape) + " and " + List(im.Shape(node.input(k))) +
+        throw Refusal{"its inputs' shapes differ (" + ShapeText(shape) + " and " + ShapeText(im.Shape(node.input(k))) +
                       "); Eltwise needs equal shapes"};
       bottoms.push_back(Act(im, node, k));
     }
@@ -333,7 +328,7 @@ void MapGemm(Importer& im, const onnx::NodeProto& node) {
     const Constant& c = Const(im, node, 2, "bias C");
     std::vector<float> bias = c.floats();
     if (c.count() == 1) bias.assign(size_t(n), bias[0]);
-    else if (c.count() != n) throw Refusal{"C " + List(c.dims) + " is not one value per output"};
+    else if (c.count() != n) throw Refusal{"C " + ShapeText(c.dims) + " is not one value per output"};
     if (beta != 1.0f)
       for (float& v : bias) v *= beta;
     AddBlob(layer, {n}, bias);
@@ -347,7 +342,7 @@ void MapGemm(Importer& im, const onnx::NodeProto& node) {
 void MapMatMul(Importer& im, const onnx::NodeProto& node) {
   const std::string x = Act(im, node, 0);
   const Constant& b = Const(im, node, 1, "second operand");
-  if (b.dims.size() != 2) throw Refusal{"the constant operand " + List(b.dims) + " is not 2-D"};
+  if (b.dims.size() != 2) throw Refusal{"the constant operand " + ShapeText(b.dims) + " is not 2-D"};
   const int64_t rank = im.Rank(node.input(0));
   if (rank < 2) throw Refusal{"the input is not at least 2-D"};
   const int64_t n = b.dims[1];
@@ -442,7 +437,7 @@ void MapPool(Importer& im, const onnx::NodeProto& node) {
   if (in.size() != 4) throw Refusal{"only 4-D (N, C, H, W) inputs map"};
   Window w = ReadWindow(im, node, {});
   for (int64_t d : w.dilation)
-    if (d != 1) throw Refusal{"dilations " + List(w.dilation) + " (Caffe's pooling has none)"};
+    if (d != 1) throw Refusal{"dilations " + ShapeText(w.dilation) + " (Caffe's pooling has none)"};
   const bool onnx_ceil = IntAttribute(node, "ceil_mode", 0) != 0;
   const bool include_pad = IntAttribute(node, "count_include_pad", 0) != 0;
   // A zero Pad of p cells before an AveragePool that does not count pads (as Cortado's exporter writes
@@ -454,7 +449,7 @@ void MapPool(Importer& im, const onnx::NodeProto& node) {
     if (!average || include_pad) throw Refusal{"a zero Pad maps into an AveragePool only with count_include_pad = 0"};
     for (int a = 0; a < 2; ++a) {
       if (pad[size_t(a)] != pad[size_t(2 + a)] || w.pads[a] != 0)
-        throw Refusal{"the Pad before it pads " + List(pad) + " and it pads " + List(w.pads) +
+        throw Refusal{"the Pad before it pads " + ShapeText(pad) + " and it pads " + ShapeText(w.pads) +
                       " (Caffe pads the beginning and the end alike)"};
       in[size_t(2 + a)] -= 2 * pad[size_t(a)];
       w.pads[a] = pad[size_t(a)];
@@ -470,7 +465,7 @@ void MapPool(Importer& im, const onnx::NodeProto& node) {
   }
   for (int a = 0; a < 2; ++a)
     if (w.pads[2 + a] < w.pads[a])
-      throw Refusal{"pads " + List(w.pads) + " pad the end less than the beginning (Caffe pads both alike)"};
+      throw Refusal{"pads " + ShapeText(w.pads) + " pad the end less than the beginning (Caffe pads both alike)"};
   // Caffe's pad is the begin pad; the round mode is the one that gives ONNX's output size.
   bool chosen = false, ceil_mode = onnx_ceil;
   for (bool mode : {onnx_ceil, !onnx_ceil}) {
@@ -484,7 +479,7 @@ void MapPool(Importer& im, const onnx::NodeProto& node) {
     }
   }
   if (!chosen)
-    throw Refusal{"Caffe's pooled size differs from ONNX's output " + List(out) + " with pads " + List(w.pads)};
+    throw Refusal{"Caffe's pooled size differs from ONNX's output " + ShapeText(out) + " with pads " + ShapeText(w.pads)};
   if (average) {
     // The divisor of each window, axis by axis: Caffe counts the window within [−pad, size + pad).
     for (int a = 0; a < 2; ++a) {
@@ -497,7 +492,7 @@ void MapPool(Importer& im, const onnx::NodeProto& node) {
                                            : std::min(start + k, size) - std::max<int64_t>(start, 0);
         if (caffe != onnx)
           throw Refusal{std::string("its averaging divisor differs from Caffe's (count_include_pad = ") +
-                        (include_pad ? "1" : "0") + ", pads " + List(w.pads) + "; Caffe counts the pad cells)"};
+                        (include_pad ? "1" : "0") + ", pads " + ShapeText(w.pads) + "; Caffe counts the pad cells)"};
       }
     }
   }
@@ -568,7 +563,7 @@ void MapSoftmax(Importer& im, const onnx::NodeProto& node) {
     for (int64_t a = axis + 1; a < rank; ++a) trailing *= shape[size_t(a)];
     if (trailing != 1)
       throw Refusal{"opset " + Str(im.opset) + " Softmax normalises over axes " + Str(axis) +
-                    ".. of " + List(shape) + " together; Caffe's Softmax takes one axis"};
+                    ".. of " + ShapeText(shape) + " together; Caffe's Softmax takes one axis"};
   }
   Layer(im, node, "Softmax", {x})->mutable_softmax_param()->set_axis(int32_t(axis));
 }
@@ -584,11 +579,11 @@ void MapPRelu(Importer& im, const onnx::NodeProto& node) {
     return;
   }
   if (shape.size() < 2 || slope.count() != shape[1])
-    throw Refusal{"the slope " + List(slope.dims) + " is neither one value nor one per channel of " + List(shape)};
+    throw Refusal{"the slope " + ShapeText(slope.dims) + " is neither one value nor one per channel of " + ShapeText(shape)};
   // One per channel: the slope's non-1 axis must be the channel axis once right-aligned with x.
   std::vector<int64_t> aligned(shape.size(), 1);
   std::copy(slope.dims.begin(), slope.dims.end(), aligned.begin() + long(shape.size() - slope.dims.size()));
-  if (aligned[1] != shape[1]) throw Refusal{"the slope " + List(slope.dims) + " is not along the channel axis"};
+  if (aligned[1] != shape[1]) throw Refusal{"the slope " + ShapeText(slope.dims) + " is not along the channel axis"};
   AddBlob(layer, {shape[1]}, slope.floats());
 }
 
@@ -643,7 +638,7 @@ void MapPad(Importer& im, const onnx::NodeProto& node) {
     return;
   }
   if (pads.size() != 8 || pads[0] || pads[1] || pads[4] || pads[5])
-    throw Refusal{"only pads of the spatial axes of a 4-D tensor map (pads " + List(pads) + ")"};
+    throw Refusal{"only pads of the spatial axes of a 4-D tensor map (pads " + ShapeText(pads) + ")"};
   auto readers = im.consumers.find(node.output(0));
   bool windows = readers != im.consumers.end() && !im.graph_outputs.count(node.output(0));
   if (windows)
