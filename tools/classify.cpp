@@ -67,8 +67,7 @@ Args ParseArgs(int argc, char** argv) {
                   " (see --help)");
   Args args{argv[1], argv[2], argv[3], argv[4], {}};
   for (int i = 5; i < argc; ++i) args.images.push_back(argv[i]);
-  CORTADO_REQUIRE(FLAGS_top_k > 0, "--top_k must be positive, got ", FLAGS_top_k);
-  CORTADO_REQUIRE(std::isfinite(FLAGS_scale), "--scale must be a finite number, got ", FLAGS_scale);
+  cortado::CheckFlags({{"top_k", 1}, {"gpu", -1}});  // --scale: any finite number (RunTool checks it is one)
   CORTADO_REQUIRE(cortado::BuiltWithImageSupport(),
                   "this build has no OpenCV, which classify needs to read images (rebuild with OpenCV)");
   // Every named file is there before the net is built (which may take a while).
@@ -166,6 +165,18 @@ std::vector<float> Preprocess(const std::string& path, const Input& input, const
   return values;
 }
 
+// The layer that last writes blob `id` (in place or not), as "name (Type)"; its type in *type.
+std::string Producer(const cortado::Net& net, int id, std::string* type) {
+  for (size_t i = net.layers().size(); i-- > 0;) {
+    const auto& tops = net.top_ids()[i];
+    if (std::find(tops.begin(), tops.end(), id) == tops.end()) continue;
+    *type = net.layers()[i]->type();
+    return net.layer_names()[i] + " (" + *type + ")";
+  }
+  *type = "";
+  return "no layer";
+}
+
 // The indices of the k largest scores, highest first (ties: the lower index first).
 std::vector<int> TopK(const std::vector<float>& scores, int k) {
   std::vector<int> order(scores.size());
@@ -208,13 +219,23 @@ int Run(int argc, char** argv) {
                   " label", labels.size() == 1 ? "" : "s", " (one per line) but the net's output '", output_name,
                   "' has ", output.count(), " values per image (", args.net, ")");
   const int k = std::min<int>(FLAGS_top_k, static_cast<int>(labels.size()));
+  // Caffe's example prints probabilities: what a Softmax makes. Any other output's values are printed as
+  // what they are, raw scores, and the header of each image says so.
+  std::string producer_type;
+  const std::string producer = Producer(net, net.output_blob_indices()[0], &producer_type);
+  const bool probabilities = producer_type == "Softmax";
+  if (!probabilities)
+    LOG(WARNING) << "The output '" << output_name << "' is made by " << producer << ", not a Softmax: the values "
+                 << "printed are its raw scores, not probabilities (end the deploy net with a Softmax layer "
+                 << "for probabilities)";
+  const std::string kind = probabilities ? "" : " (raw scores of '" + output_name + "', not probabilities)";
 
   std::cout << std::fixed << std::setprecision(4);
   for (const std::string& image : args.images) {
     input.blob->WriteData(Preprocess(image, input, means));
     net.Forward();
     const std::vector<float> scores = output.ReadData();  // a GPU's after its queued work
-    std::cout << "---------- Prediction for " << image << " ----------\n";
+    std::cout << "---------- Prediction for " << image << kind << " ----------\n";
     for (int index : TopK(scores, k)) std::cout << scores[index] << " - \"" << labels[index] << "\"\n";
     std::cout.flush();
   }
@@ -226,7 +247,8 @@ int Run(int argc, char** argv) {
 int main(int argc, char** argv) {
   const std::string usage = std::string(
       "Classifies images with a trained net, as Caffe's C++ classification example: for each image, the\n"
-      "top classes of the net's first output, highest first, as 'probability - \"label\"' lines.\n"
+      "top classes of the net's first output, highest first, as 'probability - \"label\"' lines (when the\n"
+      "output is not a Softmax's, its raw scores, and each image's header line says so).\n"
       "Usage: ") + kUsageLine + "\n"
       "The net (TEST phase) has one input, N×C×H×W with C 1 (grey) or 3 (BGR); it runs one image at a time.\n"
       "Each image is converted to the input's channels, resized to its height×width, and the mean of each\n"

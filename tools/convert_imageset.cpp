@@ -117,8 +117,8 @@ void ReadImage(const std::string& path, int label, Datum* datum, Datum* scratch)
 
 void CheckFlags() {
   cortado::ParseBackendFlag(FLAGS_backend);  // an unknown --backend is an Error
-  CORTADO_REQUIRE(FLAGS_resize_width >= 0 && FLAGS_resize_height >= 0 &&
-                      (FLAGS_resize_width > 0) == (FLAGS_resize_height > 0),
+  cortado::CheckFlags({{"resize_width", 0, 1 << 16}, {"resize_height", 0, 1 << 16}});
+  CORTADO_REQUIRE((FLAGS_resize_width > 0) == (FLAGS_resize_height > 0),
                   "--resize_width=", FLAGS_resize_width, " --resize_height=", FLAGS_resize_height,
                   ": give both, positive, or neither");
   const std::string type = Lower(FLAGS_encode_type);

@@ -19,7 +19,7 @@ int main(int argc, char** argv) {
   return cortado::RunTool(argc, argv, usage, [](int argc, char** argv) {
     CORTADO_REQUIRE(argc == 4, "expected 3 arguments, got ", argc - 1,
                     "; usage: import_onnx [--batch_size=N] IN.onnx OUT.prototxt OUT.caffemodel");
-    CORTADO_REQUIRE(FLAGS_batch_size > 0, "--batch_size must be positive, got ", FLAGS_batch_size);
+    cortado::CheckFlags({{"batch_size", 1, 1 << 24}});
     cortado::OnnxImportOptions options;
     options.batch_size = FLAGS_batch_size;
     cortado::ImportOnnxFile(argv[1], argv[2], argv[3], options);

@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -179,32 +180,8 @@ cortado::NetState StateFromFlags(cortado::Phase phase) {
 
 // ---- memory plans (--plan_only) --------------------------------------------------------------------
 
-namespace {
-
-// --max_memory's bytes: a number with an optional K/M/G/T (powers of 1000) or Ki/Mi/Gi/Ti (of 1024)
-// suffix, and an optional trailing B.
-size_t BytesFromFlag(const std::string& text) {
-  size_t end = 0;
-  double value = -1;
-  try {
-    value = std::stod(text, &end);
-  } catch (const std::exception&) {
-  }
-  std::string unit = text.substr(std::min(end, text.size()));
-  if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
-  const std::map<std::string, double> scale = {{"", 1},      {"K", 1e3},  {"M", 1e6},           {"G", 1e9},
-                                               {"T", 1e12},  {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
-                                               {"Ti", 1099511627776.0}};
-  auto it = scale.find(unit);
-  CORTADO_REQUIRE(value > 0 && it != scale.end(), "--max_memory=", text,
-                  " is not a size (write e.g. 80G, 80GB, 76Gi or 8000000000)");
-  return static_cast<size_t>(value * it->second);
-}
-
-}  // namespace
-
 int PrintPlan(const std::function<size_t(int, std::string*)>& plan_at, const std::string& device) {
-  const size_t limit = FLAGS_max_memory.empty() ? 0 : BytesFromFlag(FLAGS_max_memory);  // checked first
+  const size_t limit = FLAGS_max_memory.empty() ? 0 : cortado::BytesFromText(FLAGS_max_memory, "--max_memory");
   std::string summary;
   const size_t bytes = plan_at(FLAGS_batch_size, &summary);
   std::cout << (FLAGS_batch_size > 0 ? "Batch " + std::to_string(FLAGS_batch_size) + ": " : "") << summary << " ("
@@ -244,7 +221,6 @@ using cortado::Fail;
 int Test() {
   CORTADO_REQUIRE(!FLAGS_model.empty(), "test needs --model=NET.prototxt");
   CORTADO_REQUIRE(!FLAGS_weights.empty(), "test needs --weights=MODEL.caffemodel");
-  CORTADO_REQUIRE(FLAGS_iterations > 0, "--iterations must be positive");
   cortado::NetParameter param;
   cortado::ReadProtoFromTextFile(FLAGS_model, &param);
   *param.mutable_state() = StateFromFlags(cortado::TEST);
@@ -349,6 +325,45 @@ int Upgrade() {
   return 0;
 }
 
+// Which commands read each flag, and the values each may take (tool.hpp: the same rule for every flag).
+std::vector<cortado::FlagRule> FlagRules() {
+  const std::vector<std::string> run = {"train", "test", "time"};
+  const std::vector<std::string> compute = {"train", "test", "time", "device_query"};
+  using Rule = cortado::FlagRule;
+  auto caffe = [](Rule rule) {
+    rule.caffe = true;
+    return rule;
+  };
+  const double inf = std::numeric_limits<double>::infinity();
+  return {caffe({"solver", -inf, inf, false, {"train"}}),
+          caffe({"model", -inf, inf, false, {"test", "time", "upgrade"}}),
+          {"output", -inf, inf, false, {"time", "upgrade"}},
+          caffe({"weights", -inf, inf, false, {"train", "test"}}),
+          caffe({"snapshot", -inf, inf, false, {"train"}}),
+          caffe({"iterations", 1, inf, false, {"test", "time"}}),
+          caffe({"phase", -inf, inf, false, {"time"}}),
+          caffe({"level", -inf, inf, false, run}),
+          caffe({"stage", -inf, inf, false, run}),
+          caffe({"gpu", -inf, inf, false, compute}),
+          caffe({"sigint_effect", -inf, inf, false, {"train"}}),
+          caffe({"sighup_effect", -inf, inf, false, {"train"}}),
+          {"cpu_engine", -inf, inf, false, compute},
+          {"threads", 0, 65536, false, compute},
+          {"exchange_bucket_mb", 0, 1 << 20, true, {"train"}},
+          {"cuda_graph", -inf, inf, false, {"train"}},
+          {"strict_fp32", -inf, inf, false, run},
+          {"deterministic", -inf, inf, false, run},
+          {"cudnn_workspace_limit_mb", 0, 1 << 20, false, run},
+          {"memory_reuse", -inf, inf, false, run},
+          {"fuse", -inf, inf, false, run},
+          {"precision", -inf, inf, false, run},
+          {"layout", -inf, inf, false, run},
+          {"metrics", -inf, inf, false, {"train"}},
+          {"plan_only", -inf, inf, false, {"train", "time"}},
+          {"max_memory", -inf, inf, false, {"train", "time"}, "plan_only"},
+          {"batch_size", 1, 1 << 24, false, run}};
+}
+
 const char* kUsage =
     "trainer: trains, tests and times nets written in Caffe's prototxt format\n"
     "usage: trainer <command> <args>\n\n"
@@ -377,9 +392,10 @@ int main(int argc, char** argv) {
     auto it = commands.find(argv[1]);
     if (it == commands.end())
       cortado::Fail("unknown command '", argv[1], "' (valid commands: train, test, time, device_query, upgrade)");
+    cortado::CheckFlags(trainer::FlagRules(), argv[1]);
+    if (!FLAGS_max_memory.empty()) cortado::BytesFromText(FLAGS_max_memory, "--max_memory");  // before any work
     cortado::CpuEngineSetting();  // a bad CORTADO_CPU_ENGINE is an error here, before anything runs
     if (!FLAGS_cpu_engine.empty()) cortado::SetCpuEngine(cortado::ParseCpuEngine(FLAGS_cpu_engine, "--cpu_engine"));
-    CORTADO_REQUIRE(FLAGS_threads >= 0, "--threads=", FLAGS_threads, ": must be 0 (OMP_NUM_THREADS or the cores) or more");
     cortado::Context::SetCpuThreads(FLAGS_threads);
     return it->second();
   });

@@ -36,7 +36,7 @@ class OnnxTools : public ::testing::Test {
 TEST_F(OnnxTools, CommandLineMistakes) {
   EXPECT_TRUE(Has(ToolError("export_onnx", kLeNet), "expected 3 arguments, got 1"));
   EXPECT_TRUE(Has(ToolError("import_onnx", "a.onnx b.prototxt"), "expected 3 arguments, got 2"));
-  EXPECT_TRUE(Has(ToolError("import_onnx", "--batch_size=0 a b c"), "--batch_size must be positive"));
+  EXPECT_EQ(ToolError("import_onnx", "--batch_size=0 a b c"), "--batch_size=0 is out of range: it must be at least 1 and at most 16777216");
   EXPECT_TRUE(Has(ToolError("export_onnx", "--input_shape=data:1,x " + std::string(kLeNet) + " none o.onnx"),
                   "--input_shape: 'x' in 'data:1,x' is not a positive integer"));
 }

@@ -72,7 +72,6 @@ int BatchOf(const cortado::Net& net) {
 
 int Time() {
   CORTADO_REQUIRE(!FLAGS_model.empty(), "time needs --model=NET.prototxt");
-  CORTADO_REQUIRE(FLAGS_iterations > 0, "--iterations must be positive");
   cortado::Phase phase;
   CORTADO_REQUIRE(cortado::Phase_Parse(FLAGS_phase, &phase), "--phase=", FLAGS_phase,
                   " is not valid (choose TRAIN or TEST)");
