@@ -13,6 +13,10 @@ namespace cortado {
 // MemoryData. Returns the number of layers (or legacy inputs) changed. batch must be positive.
 int SetBatchSize(NetParameter* net, int batch);
 
+// Replaces a solver's net paths (net, train_net, test_net) by the nets they name (net_param, ...), read
+// relative to the working directory as the solver reads them, keeping the order of the test nets.
+void InlineNetFiles(SolverParameter* solver);
+
 // The same for every net of a solver: nets given by path are read (relative to the working
 // directory, as the solver reads them) and inlined. An Error when no net has a batch to set.
 void SetBatchSize(SolverParameter* solver, int batch);

@@ -60,9 +60,13 @@ class Context {
 
   std::mt19937& rng() { return rng_; }
   void Reseed(int64_t seed);
+  // The seed of the last Reseed (the one drawn, for a negative seed): reseeding with it draws the same.
+  int64_t seed() const { return seed_; }
   // The generator's full state as text, so a resumed run draws the same numbers.
   std::string SaveRngState() const;
   void RestoreRngState(const std::string& state);
+  // Throws, naming `source`, unless RestoreRngState would take `state`.
+  static void CheckRngState(const std::string& state, const std::string& source);
 
   // Threads the CPU code may use (OpenMP; BLAS runs inside them); 0 keeps OMP_NUM_THREADS or the
   // number of cores.
@@ -77,6 +81,7 @@ class Context {
   GpuSettings gpu_settings_;
   int rank_ = 0, ranks_ = 1;
   std::mt19937 rng_;
+  int64_t seed_ = 0;
 };
 
 }  // namespace cortado

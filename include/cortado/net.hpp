@@ -128,9 +128,14 @@ class Net {
   // ---- weights -----------------------------------------------------------------------------------
   // Copies blobs by layer name from a trained net (V0 and V1 nets are upgraded first, see upgrade.hpp).
   // Layers absent here are ignored; a blob shape mismatch is an Error naming the layer, the blob index
-  // and both shapes. Returns the number of learnable layers given weights.
+  // and both shapes. Every blob is checked before any is copied, so an Error leaves the weights as they
+  // were. Returns the number of learnable layers given weights.
   int CopyTrainedLayersFrom(const NetParameter& trained);
   int CopyTrainedLayersFrom(const std::string& caffemodel_path);
+  // What CopyTrainedLayersFrom checks first: throws that Error without copying anything.
+  void CheckTrainedLayers(const NetParameter& trained) const;
+  // A weights file (binary .caffemodel or HDF5 .caffemodel.h5) read and upgraded to the current format.
+  static NetParameter ReadTrainedNet(const std::string& caffemodel_path);
   // A user's weights file (trainer --weights, extract_features): as CopyTrainedLayersFrom, but a file
   // that gives none of this net's learnable layers their weights is an Error naming the file and those
   // layers, not a net left with random weights.

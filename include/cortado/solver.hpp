@@ -54,7 +54,16 @@ class Solver {
   // Writes <prefix>_iter_<N>.caffemodel and .solverstate; returns the .solverstate path. With ranks,
   // every rank calls it (the generator states are gathered) and rank 0 writes (others return "").
   std::string Snapshot();
+  // Takes the iteration, weights, history and generators back from a .solverstate (or .h5); a state
+  // it refuses (an Error naming the file) leaves the solver as it was.
   void Restore(const std::string& solverstate_path);
+  // The solver as it runs, to reproduce the run: its nets inline (read from their files and upgraded,
+  // the batch as set, the solver's memory_reuse, fuse, precision and layout rules applied), the update
+  // rule by its type name, and the random seed in use (the one drawn when random_seed is -1).
+  SolverParameter ResolvedParameter() const;
+  // Has the first snapshot also write ResolvedParameter() and its train net as
+  // <prefix>_resolved_solver.prototxt and <prefix>_resolved_net.prototxt (trainer train does).
+  void WriteResolvedAtFirstSnapshot() { write_resolved_ = true; }
 
   // Asks the loop to stop (or snapshot) at the end of the current iteration; safe from a signal handler.
   // With ranks, every rank stops (or snapshots) at the end of the first iteration in which any asked.
@@ -99,6 +108,8 @@ class Solver {
   void InitTrainNet();
   void InitTestNets();
   void RefuseUntestedTestLayers(const NetParameter& net) const;
+  // What the solver's fields change in every net it builds (memory_reuse, fuse, precision, layout).
+  void ApplyNetRules(NetParameter* net) const;
   void CheckSnapshotDirectory() const;
 
   // ---- Step's parts, in the order of an iteration (solver.cpp; the display in solver_report.cpp) ----
@@ -144,7 +155,8 @@ class Solver {
   // The layers with a data reader: train net first, then each test net, in layer order.
   std::vector<Layer*> Readers() const;
   void RestoreReaders(const SolverState& state, const std::string& path);
-  void RestoreRankRng(const SolverState& state, const std::string& path);
+  std::string RankRngState(const SolverState& state, const std::string& path) const;
+  void ReseedRankAfterRestore(const SolverState& state, const std::string& path);
   // Seconds the train net's data layers have waited for batches, in total.
   double DataWaitSeconds() const;
   // Data parallel: sets up the gradient exchange and gives every rank rank 0's parameters (collective;
@@ -166,6 +178,7 @@ class Solver {
   std::unique_ptr<Arena> arena_;
   std::unique_ptr<GpuStepper> stepper_;  // GPU training steps
   int iter_ = 0;
+  bool write_resolved_ = false;
   std::vector<float> losses_;
   float smoothed_loss_ = 0;
   std::vector<std::vector<float>> last_test_scores_;

@@ -37,14 +37,22 @@ void Context::SetGpuSettings(const GpuSettings& settings) {
 bool Context::tf32() const { return gpu_ != nullptr && !gpu_settings_.strict_fp32 && GpuHasTf32(*gpu_); }
 
 void Context::Reseed(int64_t seed) {
-  if (seed < 0) seed = std::chrono::steady_clock::now().time_since_epoch().count();
-  rng_.seed(static_cast<std::mt19937::result_type>(seed));
+  if (seed < 0) seed = std::chrono::steady_clock::now().time_since_epoch().count() & 0x7fffffff;
+  seed_ = static_cast<std::mt19937::result_type>(seed);
+  rng_.seed(seed_);
 }
 
 std::string Context::SaveRngState() const {
   std::ostringstream out;
   out << rng_;
   return out.str();
+}
+
+void Context::CheckRngState(const std::string& state, const std::string& source) {
+  std::istringstream in(state);
+  std::mt19937 engine;
+  in >> engine;
+  CORTADO_REQUIRE(!in.fail(), source, ": the saved random-number generator state is corrupt");
 }
 
 void Context::RestoreRngState(const std::string& state) {

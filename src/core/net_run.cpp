@@ -111,40 +111,58 @@ void Net::SetValues(int64_t n, float value, float* values) {
   }
 }
 
-int Net::CopyTrainedLayersFrom(const NetParameter& trained) {
-  int copied = 0;
-  auto copy_layer = [&](const std::string& name, const google::protobuf::RepeatedPtrField<BlobProto>& blobs) {
-    if (!has_layer(name)) {
-      LOG(INFO) << "Ignoring source layer " << name;
-      return;
-    }
-    Layer* layer = layer_by_name(name);
-    if (!layer->blobs().empty()) ++copied;
-    CORTADO_REQUIRE(static_cast<int>(layer->blobs().size()) == blobs.size(), "layer ", name, " (",
-                    layer->type(), "): the weights file has ", blobs.size(), " blobs but the layer has ",
+void Net::CheckTrainedLayers(const NetParameter& trained) const {
+  if (NetNeedsUpgrade(trained)) {
+    NetParameter upgraded(trained);
+    UpgradeNet(&upgraded, "weights");
+    return CheckTrainedLayers(upgraded);
+  }
+  for (const auto& source : trained.layer()) {
+    const std::string& name = source.name();
+    if (!has_layer(name)) continue;
+    const Layer* layer = layer_by_name(name);
+    CORTADO_REQUIRE(static_cast<int>(layer->blobs().size()) == source.blobs_size(), "layer ", name, " (",
+                    layer->type(), "): the weights file has ", source.blobs_size(), " blobs but the layer has ",
                     layer->blobs().size(), "; rename the layer if it is meant to be trained afresh");
-    LOG(INFO) << "Copying source layer " << name;
-    for (int j = 0; j < blobs.size(); ++j) {
-      Blob* target = layer->blobs()[j].get();
-      if (!target->ShapeEquals(blobs.Get(j))) {
-        const Blob stored(BlobProtoShape(blobs.Get(j)));  // shape only, never bound: for its text
-        Fail("layer ", name, " (", layer->type(), "): blob ", j, " has shape ", target->shape_string(),
-             " in the net but ", stored.shape_string(), " in the weights file; rename the layer if it "
+    for (int j = 0; j < source.blobs_size(); ++j) {
+      const Blob& target = *layer->blobs()[j];
+      const BlobProto& stored = source.blobs(j);
+      if (!target.ShapeEquals(stored)) {
+        const Blob stored_shape(BlobProtoShape(stored));  // shape only, never bound: for its text
+        Fail("layer ", name, " (", layer->type(), "): blob ", j, " has shape ", target.shape_string(),
+             " in the net but ", stored_shape.shape_string(), " in the weights file; rename the layer if it "
              "is meant to be trained afresh (weights are copied by layer name)");
       }
-      target->FromProto(blobs.Get(j));
+      const int64_t values = stored.double_data_size() > 0 ? stored.double_data_size() : stored.data_size();
+      CORTADO_REQUIRE(values == target.count(), "layer ", name, " (", layer->type(), "): blob ", j, " holds ",
+                      values, " values in the weights file but its shape ", target.shape_string(), " needs ",
+                      target.count());
     }
-  };
+  }
+}
+
+int Net::CopyTrainedLayersFrom(const NetParameter& trained) {
   if (NetNeedsUpgrade(trained)) {  // V0/V1 weights: copy from the upgraded form
     NetParameter upgraded(trained);
     UpgradeNet(&upgraded, "weights");
     return CopyTrainedLayersFrom(upgraded);
   }
-  for (const auto& layer : trained.layer()) copy_layer(layer.name(), layer.blobs());
+  CheckTrainedLayers(trained);  // all of it, before the first blob changes
+  int copied = 0;
+  for (const auto& source : trained.layer()) {
+    if (!has_layer(source.name())) {
+      LOG(INFO) << "Ignoring source layer " << source.name();
+      continue;
+    }
+    Layer* layer = layer_by_name(source.name());
+    if (!layer->blobs().empty()) ++copied;
+    LOG(INFO) << "Copying source layer " << source.name();
+    for (int j = 0; j < source.blobs_size(); ++j) layer->blobs()[j]->FromProto(source.blobs(j));
+  }
   return copied;
 }
 
-int Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
+NetParameter Net::ReadTrainedNet(const std::string& caffemodel_path) {
   NetParameter trained;
   if (IsHdf5Path(caffemodel_path)) {
     trained = ReadNetParameterFromHdf5(caffemodel_path);  // Caffe's .caffemodel.h5 layout
@@ -152,6 +170,11 @@ int Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
     ReadProtoFromBinaryFile(caffemodel_path, &trained);
   }
   if (NetNeedsUpgrade(trained)) UpgradeNet(&trained, caffemodel_path);
+  return trained;
+}
+
+int Net::CopyTrainedLayersFrom(const std::string& caffemodel_path) {
+  const NetParameter trained = ReadTrainedNet(caffemodel_path);
   try {
     return CopyTrainedLayersFrom(trained);
   } catch (const Error& e) {

@@ -51,14 +51,19 @@ int SetBatchSize(NetParameter* net, int batch) {
   return changed;
 }
 
-void SetBatchSize(SolverParameter* solver, int batch) {
-  int changed = 0;
+void InlineNetFiles(SolverParameter* solver) {
   if (solver->has_train_net()) *solver->mutable_train_net_param() = ReadNet(solver->train_net());
   solver->clear_train_net();
   if (solver->has_net()) *solver->mutable_net_param() = ReadNet(solver->net());
   solver->clear_net();
+  // test_net_param comes before test_net in the solver's order of test nets, so appending keeps it.
   for (const std::string& path : solver->test_net()) *solver->add_test_net_param() = ReadNet(path);
   solver->clear_test_net();
+}
+
+void SetBatchSize(SolverParameter* solver, int batch) {
+  int changed = 0;
+  InlineNetFiles(solver);
   if (solver->has_train_net_param()) changed += SetBatchSize(solver->mutable_train_net_param(), batch);
   if (solver->has_net_param()) changed += SetBatchSize(solver->mutable_net_param(), batch);
   for (NetParameter& net : *solver->mutable_test_net_param()) changed += SetBatchSize(&net, batch);

@@ -246,10 +246,7 @@ void Solver::InitTrainNet() {
   }
   LOG(INFO) << "Creating training net from " << source;
   SetState(&net_param, TRAIN, param_.has_train_state() ? &param_.train_state() : nullptr);
-  if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
-  if (!param_.fuse()) net_param.set_fuse(false);
-  if (param_.has_precision()) SetNetPrecision(&net_param, param_.precision());
-  if (param_.has_layout()) net_param.set_layout(param_.layout());
+  ApplyNetRules(&net_param);
   net_ = std::make_unique<Net>(net_param, ctx_, source);
   bool has_loss = false;
   for (float weight : net_->blob_loss_weights()) has_loss |= weight != 0;
@@ -287,11 +284,7 @@ void Solver::InitTestNets() {
     LOG(INFO) << "Creating test net (#" << i << ") specified by " << sources[i].first;
     NetParameter net_param = sources[i].second;
     SetState(&net_param, TEST, param_.test_state_size() ? &param_.test_state(i) : nullptr);
-    if (!param_.memory_reuse()) net_param.set_memory_reuse(false);
-    if (!param_.fuse()) net_param.set_fuse(false);
-    if (param_.has_precision()) SetNetPrecision(&net_param, param_.precision());
-    if (param_.has_layout()) net_param.set_layout(param_.layout());
-  if (param_.has_layout()) net_param.set_layout(param_.layout());
+    ApplyNetRules(&net_param);
     test_nets_.push_back(std::make_unique<Net>(net_param, ctx_, sources[i].first));
     test_nets_.back()->ShareTrainedLayersWith(net_.get());
   }
@@ -300,6 +293,13 @@ void Solver::InitTestNets() {
 
 // test_interval with a net that has TEST-phase layers but no test_iter: Caffe builds no test net and
 // never tests, silently. Say so instead.
+void Solver::ApplyNetRules(NetParameter* net) const {
+  if (!param_.memory_reuse()) net->set_memory_reuse(false);
+  if (!param_.fuse()) net->set_fuse(false);
+  if (param_.has_precision()) SetNetPrecision(net, param_.precision());
+  if (param_.has_layout()) net->set_layout(param_.layout());
+}
+
 void Solver::RefuseUntestedTestLayers(const NetParameter& net) const {
   auto layers_in = [&net](Phase phase) {
     NetParameter filtered(net);

@@ -4,6 +4,7 @@
 #include "cortado/solver.hpp"
 
 #include <glog/logging.h>
+#include <google/protobuf/text_format.h>
 
 #include <unistd.h>  // access
 
@@ -15,6 +16,7 @@
 #include <sstream>
 
 #include "cortado/batch_pipeline.hpp"  // RecordSeed
+#include "cortado/batch_size.hpp"      // InlineNetFiles
 #include "cortado/error.hpp"
 #include "cortado/gpu_step.hpp"
 #include "cortado/hdf5.hpp"
@@ -22,6 +24,7 @@
 #include "cortado/math_gpu.hpp"
 #include "cortado/parallel.hpp"
 #include "cortado/update_rules.hpp"
+#include "cortado/upgrade.hpp"
 
 namespace cortado {
 
@@ -118,9 +121,44 @@ std::string Solver::Snapshot() {
   } else {
     WriteProtoToBinaryFile(state, state_path);
   }
+  if (write_resolved_) {
+    write_resolved_ = false;  // the first snapshot's
+    const SolverParameter resolved = ResolvedParameter();
+    const std::string solver_path = SnapshotPrefix() + "_resolved_solver.prototxt";
+    const std::string net_path = SnapshotPrefix() + "_resolved_net.prototxt";
+    auto write = [&](const google::protobuf::Message& message, const std::string& path, const std::string& what) {
+      std::string text;
+      google::protobuf::TextFormat::PrintToString(message, &text);
+      WriteAtomically(path, "# " + what + " of the run of " + solver_path_ + " as it ran: the command line's flags, " +
+                                "the upgrades of old formats and the solver's rules for its nets applied.\n" + text);
+    };
+    write(resolved.has_train_net_param() ? resolved.train_net_param() : resolved.net_param(), net_path,
+          "The training net");
+    write(resolved, solver_path, "The solver (trainer train --solver=<this file> runs it again)");
+    LOG(INFO) << "Wrote the solver and net of this run, as resolved, to " << solver_path << " and " << net_path;
+  }
   return state_path;
 }
 
+SolverParameter Solver::ResolvedParameter() const {
+  SolverParameter resolved(param_);
+  InlineNetFiles(&resolved);
+  auto resolve = [&](NetParameter* net) {
+    if (NetNeedsUpgrade(*net)) UpgradeNet(net, solver_path_);
+    ApplyNetRules(net);
+  };
+  if (resolved.has_train_net_param()) resolve(resolved.mutable_train_net_param());
+  if (resolved.has_net_param()) resolve(resolved.mutable_net_param());
+  for (NetParameter& net : *resolved.mutable_test_net_param()) resolve(&net);
+  resolved.set_type(rule_->type());
+  resolved.clear_solver_type();
+  resolved.set_random_seed(ranks_ != nullptr ? param_.random_seed() : ctx_.seed());
+  return resolved;
+}
+
+// Everything a solver state could be refused for is checked before anything changes, so that a failed
+// Restore (a solverstate of another net, say) leaves the solver as it was: a script that catches the
+// error may go on from where it stood.
 void Solver::Restore(const std::string& path) {
   ctx_.Synchronize();  // nothing queued on a GPU may still write what is about to be replaced
   SolverState state;
@@ -131,19 +169,40 @@ void Solver::Restore(const std::string& path) {
   }
   CORTADO_REQUIRE(state.iter() >= 0, path, ": iter is ", state.iter(), "; a snapshot's iteration is never negative "
                   "(a damaged or hand-edited solver state?)");
-  iter_ = state.iter();
+  NetParameter learned;
+  std::string model;
   if (state.has_learned_net()) {
-    std::string model = state.learned_net();
+    model = state.learned_net();
     // A relative model path is tried as written, then beside the solverstate.
     if (!FileExists(model)) {
       const auto beside = std::filesystem::path(path).parent_path() / std::filesystem::path(model).filename();
       if (FileExists(beside.string())) model = beside.string();
     }
-    net_->CopyTrainedLayersFrom(model);
+    learned = Net::ReadTrainedNet(model);
+    try {
+      net_->CheckTrainedLayers(learned);
+    } catch (const Error& e) {
+      Fail(path, ": its weights ", model, " are not this net's: ", e.what());
+    }
   }
   const int expected = static_cast<int>(net_->learnable_params().size()) * rule_->num_history();
   CORTADO_REQUIRE(state.history_size() == expected, path, ": holds ", state.history_size(),
                   " history blobs but this ", rule_->type(), " solver on this net needs ", expected);
+  for (int index = 0; index < expected; ++index) {
+    const Blob* p = net_->learnable_params()[index % net_->learnable_params().size()];
+    CORTADO_REQUIRE(state.history(index).data_size() == p->count(), path, ": history blob ", index, " holds ",
+                    state.history(index).data_size(), " values but its parameter has ", p->count());
+  }
+  if (state.has_loss_scale())
+    CORTADO_REQUIRE(std::isfinite(state.loss_scale()) && state.loss_scale() > 0, path, ": loss_scale is ",
+                    state.loss_scale(), "; a loss scale is a positive number (a damaged solver state?)");
+  if (state.has_rng_state()) Context::CheckRngState(state.rng_state(), path);
+  const std::string rank_rng = RankRngState(state, path);
+  if (!rank_rng.empty()) Context::CheckRngState(rank_rng, path);
+
+  // ---- nothing below refuses the state
+  iter_ = state.iter();
+  if (state.has_learned_net()) net_->CopyTrainedLayersFrom(learned);
   int index = 0;
   std::vector<float> host;  // a GPU's history is assembled here, then copied
   for (float* h : history_) {
@@ -155,40 +214,45 @@ void Solver::Restore(const std::string& path) {
     int64_t offset = 0;
     for (const Blob* p : net_->learnable_params()) {
       const BlobProto& proto = state.history(index++);
-      CORTADO_REQUIRE(proto.data_size() == p->count(), path, ": history blob ", index - 1, " holds ",
-                      proto.data_size(), " values but its parameter has ", p->count());
       std::copy(proto.data().begin(), proto.data().end(), target + offset);
       offset += p->count();
     }
     if (ctx_.device() == Device::kGPU) gpu_upload(ctx_, net_->param_count(), host.data(), h);
   }
   if (state.has_loss_scale()) {
-    CORTADO_REQUIRE(std::isfinite(state.loss_scale()) && state.loss_scale() > 0, path, ": loss_scale is ",
-                    state.loss_scale(), "; a loss scale is a positive number (a damaged solver state?)");
     net_->SetLossScale(state.loss_scale());
     clean_steps_ = std::max(state.loss_scale_clean_steps(), 0);
     if (stepper_) stepper_->SetLossScale(state.loss_scale(), clean_steps_);
   }
   if (state.has_rng_state()) ctx_.RestoreRngState(state.rng_state());
-  RestoreRankRng(state, path);
+  if (!rank_rng.empty()) {
+    ctx_.RestoreRngState(rank_rng);
+  } else {
+    ReseedRankAfterRestore(state, path);
+  }
   RestoreReaders(state, path);
 }
 
-// Data parallel: each rank takes its own generator back from a snapshot of as many ranks. The reader
-// positions count every rank's records, so the data goes on exactly with any number of ranks.
-void Solver::RestoreRankRng(const SolverState& state, const std::string& path) {
+// Data parallel: each rank takes its own generator back from a snapshot of as many ranks (this rank's
+// line, returned here; "" otherwise). The reader positions count every rank's records, so the data goes
+// on exactly with any number of ranks.
+std::string Solver::RankRngState(const SolverState& state, const std::string& path) const {
   const int ranks = ranks_ != nullptr ? ranks_->size() : 1;
   const int saved = state.has_ranks() ? state.ranks() : 1;
-  if (saved == ranks) {
-    if (ranks_ == nullptr) return;  // rng_state was rank 0's
-    std::vector<std::string> lines;
-    std::istringstream in(state.rank_rng_states());
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    CORTADO_REQUIRE(static_cast<int>(lines.size()) == ranks, path, ": holds ", lines.size(),
-                    " rank generator states for ", ranks, " ranks");
-    ctx_.RestoreRngState(lines[ranks_->rank()]);
-    return;
-  }
+  if (saved != ranks || ranks_ == nullptr) return "";  // one rank: rng_state was rank 0's
+  std::vector<std::string> lines;
+  std::istringstream in(state.rank_rng_states());
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  CORTADO_REQUIRE(static_cast<int>(lines.size()) == ranks, path, ": holds ", lines.size(),
+                  " rank generator states for ", ranks, " ranks");
+  return lines[ranks_->rank()];
+}
+
+// A snapshot of another number of ranks: the data goes on, the ranks' other draws start afresh.
+void Solver::ReseedRankAfterRestore(const SolverState& state, const std::string& path) {
+  const int ranks = ranks_ != nullptr ? ranks_->size() : 1;
+  const int saved = state.has_ranks() ? state.ranks() : 1;
+  if (saved == ranks) return;
   LOG_IF(WARNING, is_root()) << path << " was written by " << saved << " rank" << (saved == 1 ? "" : "s")
                              << " and this run has " << ranks << ": the data goes on where it stood, but random "
                              << "draws after the data (dropout) differ from an uninterrupted run";

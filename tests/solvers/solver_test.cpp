@@ -90,6 +90,64 @@ TEST_P(SolverResume, RestoredRunEqualsUninterruptedRun) {
 INSTANTIATE_TEST_SUITE_P(AllTypes, SolverResume,
                          testing::Values("SGD", "Nesterov", "AdaGrad", "RMSProp", "AdaDelta", "Adam"));
 
+// A solverstate the solver refuses leaves it as it was: the iteration, the weights and the history. The
+// first refused here is another net's, whose first layer matches (it was copied before the second
+// failed); the second is another solver type's, of the same net (its history is refused after the
+// iteration and weights were taken).
+TEST(Solver, RefusedRestoreLeavesTheSolverAsItWas) {
+  const std::string dir = TempDir();
+  const char* other_net = R"(
+name: "regression"
+layer { name: "in" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { data_filler { type: "gaussian" std: 1 } shape { dim: 8 dim: 4 } shape { dim: 8 dim: 3 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "x" top: "z"
+        inner_product_param { num_output: 2 weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "ip2" type: "InnerProduct" bottom: "z" top: "w"
+        inner_product_param { num_output: 3 weight_filler { type: "gaussian" std: 0.1 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "w" bottom: "y" top: "loss" }
+)";
+  SolverParameter other = MakeSolver("SGD", dir + "/other");
+  other.clear_test_iter();
+  other.clear_test_interval();
+  ReadProtoFromTextString(other_net, other.mutable_net_param());
+  SolverParameter longer(other);
+  longer.mutable_net_param()->mutable_layer(2)->mutable_inner_product_param()->set_num_output(5);
+  longer.mutable_net_param()->mutable_layer(0)->mutable_dummy_data_param()->mutable_shape(1)->set_dim(1, 5);
+  longer.set_snapshot_prefix(dir + "/longer");
+  Solver donor(longer);
+  donor.Step(3);
+  const std::string longer_state = donor.Snapshot();
+
+  Solver solver(other);
+  solver.Step(2);
+  const std::vector<float> weights = Weights(solver);
+  try {
+    solver.Restore(longer_state);
+    ADD_FAILURE() << "a state of another net was restored";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("layer ip2 (InnerProduct): blob 0 has shape 3 2 (6) in the net but 5 2 (10)"),
+              std::string::npos) << e.what();
+  }
+  EXPECT_EQ(solver.iter(), 2);
+  EXPECT_EQ(Weights(solver), weights);
+
+  SolverParameter adam_param(other);
+  adam_param.set_type("Adam");
+  adam_param.set_snapshot_prefix(dir + "/adam");
+  Solver adam(adam_param);
+  adam.Step(4);
+  const std::string adam_state = adam.Snapshot();
+  EXPECT_THROW(solver.Restore(adam_state), Error);
+  EXPECT_EQ(solver.iter(), 2);
+  EXPECT_EQ(Weights(solver), weights);
+  // The refusals changed nothing that the next steps read: they go on as a solver never refused.
+  Solver untouched(other);
+  untouched.Step(2);
+  solver.Step(3);
+  untouched.Step(3);
+  EXPECT_EQ(Weights(solver), Weights(untouched));
+}
+
 TEST(Solver, TestIterCountMustMatchTestNets) {
   SolverParameter param = MakeSolver("SGD", TempDir() + "/x");
   param.add_test_iter(3);  // two test_iter values: the general net serves as both test nets
