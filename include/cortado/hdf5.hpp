@@ -60,7 +60,7 @@ struct Hdf5Dataset {
 std::vector<Hdf5Dataset> ReadHdf5Datasets(const std::string& path, const std::vector<std::string>& names);
 
 // A file of float32 datasets that grow along axis 0, kept open while rows are appended (HDF5Output).
-// The constructor creates the file, truncating one that exists; its directory must exist. Append adds
+// The constructor creates the file, replacing an HDF5 file there (any other file is an Error); its directory must exist. Append adds
 // rows to dataset /<name>, creating it at the first call: chunked, extendible along axis 0, its other
 // axes fixed by that call. Flush writes everything out, so that the file is complete for other readers
 // (ReadHdf5Datasets, h5py, other processes: the file is not locked) while it stays open; the destructor

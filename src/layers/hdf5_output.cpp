@@ -1,7 +1,7 @@
 // hdf5_output.cpp — HDF5Output: writes its two bottoms to an HDF5 file, as Caffe's HDF5Output layer,
 // except that every forward appends to the file where Caffe's can write only one batch.
-// hdf5_output_param.file_name: the file, created at setup (one that exists is truncated; its directory
-// must exist). Bottom 0 goes to the float32 dataset /data, bottom 1 to /label, in Caffe's layout: a
+// hdf5_output_param.file_name: the file, created at setup (an HDF5 file there is replaced, any other
+// file is refused; its directory must exist). Bottom 0 goes to the float32 dataset /data, bottom 1 to /label, in Caffe's layout: a
 // bottom of fewer than 4 axes is written with trailing axes of 1 up to 4 (N×D → N×D×1×1), as Caffe's
 // legacy num/channels/height/width shape; one of more axes keeps its shape. Axis 0 counts the rows of
 // every forward so far: after k forwards of N rows, /data is (k·N, ...). The bottoms have the same

@@ -6,6 +6,7 @@
 // mistake is one line on stderr with exit code 1. The MNIST tests need data/mnist (scripts/test.sh
 // prepares it) and are skipped, visibly, without it; the image tests need OpenCV in the build.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -102,7 +103,8 @@ std::string Classify(const std::string& args, std::string* err = nullptr) {
 // Parses classify's output, checking that every line has Caffe's format exactly.
 std::vector<Block> ParseOutput(const std::string& text) {
   std::vector<Block> blocks;
-  const std::regex header("^---------- Prediction for (.+) ----------$");
+  const std::regex header("^---------- Prediction for (.+?)(?: \\(raw scores of '[^']*', not probabilities\\))? "
+                          "----------$");
   const std::regex line("^(-?[0-9]+\\.[0-9]{4}) - \"(.*)\"$");
   std::istringstream in(text);
   std::smatch match;
@@ -333,11 +335,39 @@ TEST(Classify, PrintsExactlyCaffesFormat) {
   pixels[11] = 200, pixels[3] = 100, pixels[7] = 1;
   WritePng(dir + "/a.png", 3, kHeight, kWidth, pixels);
   const std::string out = Classify(IdentityArgs(dir, "none", dir + "/a.png") + " --top_k=4");
-  EXPECT_EQ(out, "---------- Prediction for " + dir + "/a.png ----------\n"
+  EXPECT_EQ(out, "---------- Prediction for " + dir + "/a.png (raw scores of 'ip', not probabilities) ----------\n"
                  "200.0000 - \"say \"hi\"\"\n"
                  "100.0000 - \"class 3\"\n"
                  "1.0000 - \"class 7\"\n"
                  "0.0000 - \"class 0\"\n");  // ties: the first class first
+}
+
+// Caffe's example prints its net's output as probabilities. The output of a net that ends without a
+// Softmax is printed as what it is, raw scores, which the header of each image and a warning say; with
+// a Softmax, the header is Caffe's and the values are the softmax of those scores.
+TEST(Classify, RawScoresAreNotCalledProbabilities) {
+  SKIP_WITHOUT_OPENCV();
+  const std::string dir = NewTempDir();
+  WriteIdentityNet(dir);
+  std::vector<uint8_t> pixels(kValues, 0);
+  pixels[5] = 2, pixels[9] = 1;
+  WritePng(dir + "/a.png", 3, kHeight, kWidth, pixels);
+  std::string err;
+  const std::string raw = Classify(IdentityArgs(dir, "none", dir + "/a.png") + " --top_k=2", &err);
+  EXPECT_EQ(raw, "---------- Prediction for " + dir + "/a.png (raw scores of 'ip', not probabilities) ----------\n"
+                 "2.0000 - \"c1 y0 x1\"\n"
+                 "1.0000 - \"c2 y0 x1\"\n");
+  EXPECT_TRUE(Has(err, "The output 'ip' is made by ip (InnerProduct), not a Softmax: the values printed are its raw "
+                       "scores, not probabilities")) << err;
+
+  WriteFile(dir + "/identity.prototxt", ReadFile(dir + "/identity.prototxt") +
+                                            "layer { name: \"prob\" type: \"Softmax\" bottom: \"ip\" top: \"prob\" }\n");
+  const std::string probabilities = Classify(IdentityArgs(dir, "none", dir + "/a.png") + " --top_k=2", &err);
+  const double total = std::exp(2.0) + std::exp(1.0) + (kValues - 2);  // the other 10 scores are 0
+  EXPECT_EQ(probabilities, "---------- Prediction for " + dir + "/a.png ----------\n" +
+                               Fixed4(float(std::exp(2.0) / total)) + " - \"c1 y0 x1\"\n" +
+                               Fixed4(float(std::exp(1.0) / total)) + " - \"c2 y0 x1\"\n");
+  EXPECT_FALSE(Has(err, "not a Softmax")) << err;
 }
 
 TEST(Classify, SubtractsTheChannelMeansOfAComputeImageMeanFileInBgrOrder) {
@@ -501,7 +531,7 @@ layer { name: "ip" type: "InnerProduct" bottom: "data" top: "ip" inner_product_p
   EXPECT_TRUE(Has(line, "input 'data' has shape 1 12 (12); classify needs N×C×H×W with 1 (grey) or 3 (BGR) channels"))
       << line;
   line = ToolError("classify", "--top_k=0 " + IdentityArgs(dir, "none", image));
-  EXPECT_TRUE(Has(line, "--top_k must be positive, got 0")) << line;
+  EXPECT_EQ(line, "--top_k=0 is out of range: it must be at least 1");
   line = ToolError("classify", "--top_kk=3 " + IdentityArgs(dir, "none", image));
   EXPECT_TRUE(Has(line, "did you mean --top_k?")) << line;
 }

@@ -58,6 +58,9 @@ Hdf5RowWriter::Hdf5RowWriter(const std::string& path) : state_(std::make_unique<
   if (!directory.empty() && !fs::is_directory(directory, ec))
     where.Fail("its directory '" + directory.string() + "' does not exist");
   if (fs::is_directory(path, ec)) where.Fail("it is a directory; give the path of a file");
+  // An HDF5 file there (an earlier run's output) is replaced; any other file is someone's data.
+  if (fs::exists(path, ec) && fs::file_size(path, ec) > 0 && H5Fis_hdf5(path.c_str()) <= 0)
+    where.Fail("it exists and is not an HDF5 file, so it is not replaced; remove it or write elsewhere");
   const std::string what = "cannot create the file";
   const hdf5::PlistHandle access = hdf5::UnlockedFileAccess(what, where);  // others read it while it is open
   state_->file = hdf5::FileHandle(
