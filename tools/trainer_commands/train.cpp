@@ -90,6 +90,7 @@ void InstallSignalHandlers() {
 // from --snapshot, with the signal handlers reaching it.
 void RunSolver(const cortado::SolverParameter& param, const std::vector<std::string>& weights, cortado::Ranks* ranks) {
   cortado::Solver solver(param, FLAGS_solver, FLAGS_cuda_graph, ranks);
+  solver.WriteResolvedAtFirstSnapshot();
   for (const auto& w : weights) {
     LOG_IF(INFO, solver.is_root()) << "Finetuning from " << w;
     solver.net()->LoadWeightsFile(w);
@@ -107,6 +108,19 @@ void ShareSeed(cortado::SolverParameter* param, cortado::Ranks* ranks) {
   if (seed < 0 && (ranks == nullptr || ranks->rank() == 0)) seed = std::random_device{}() & 0x7fffffff;
   if (ranks != nullptr) ranks->Broadcast(&seed, sizeof seed, 0);
   param->set_random_seed(seed);
+}
+
+// The first Python layer of the solver's nets ("" when none).
+std::string FirstPythonLayer(cortado::SolverParameter param) {
+  cortado::InlineNetFiles(&param);
+  std::vector<const cortado::NetParameter*> nets(param.test_net_param().pointer_begin(),
+                                                 param.test_net_param().pointer_end());
+  nets.push_back(&param.net_param());
+  nets.push_back(&param.train_net_param());
+  for (const cortado::NetParameter* net : nets)
+    for (const auto& layer : net->layer())
+      if (layer.type() == "Python") return layer.name();
+  return "";
 }
 
 // --gpu=0,1,...: one rank per GPU, a thread each, exchanging over NCCL. The first rank to fail ends
@@ -164,6 +178,8 @@ int Train(cortado::Ranks* ranks) {
   std::vector<std::string> weights = SplitCommas(FLAGS_weights);
   if (weights.empty() && FLAGS_snapshot.empty())
     for (const auto& w : param.weights()) weights.push_back(w);
+  param.clear_weights();  // what this run fine-tunes from, as the resolved solver records it
+  for (const auto& w : weights) param.add_weights(w);
   for (const auto& w : weights)
     CORTADO_REQUIRE(cortado::FileExists(w), "weights file '", w, "' does not exist");
   CORTADO_REQUIRE(FLAGS_snapshot.empty() || cortado::FileExists(FLAGS_snapshot), "snapshot '",
@@ -193,6 +209,11 @@ int Train(cortado::Ranks* ranks) {
   if (FLAGS_batch_size > 0) cortado::SetBatchSize(&param, FLAGS_batch_size);
   InstallSignalHandlers();
   if (ranks == nullptr && gpus.size() > 1) {
+    // Refused on every machine, with or without the GPUs, so that a command line means the same anywhere.
+    const std::string python = FirstPythonLayer(param);
+    CORTADO_REQUIRE(python.empty(), "--gpu=", FLAGS_gpu, ": layer '", python, "' is a Python layer, and GPU threads "
+                    "would share one Python interpreter; train it data-parallel as one process per GPU: mpirun -np ",
+                    gpus.size(), " trainer train --solver=", FLAGS_solver, " --gpu=", FLAGS_gpu);
     if (cortado::GpuCount() > 0) return TrainGpuThreads(param, weights, gpus);
     LOG(INFO) << "--gpu=" << FLAGS_gpu << " but " << (cortado::BuiltWithCuda() ? "no GPU was found" : "this build "
               "has no CUDA support") << "; training in one process on the CPU";
