@@ -6,11 +6,15 @@ Draw a graph of the net architecture (pycaffe's python/draw_net.py).
                 [--rankdir LR] [--phase TRAIN|TEST|ALL] [--display_lrm]
 
 The output format follows the output file's extension (.png, .svg, .pdf, ...;
-.raw writes the dot source).  Exits 0 on success, 1 with a one-line message
-on an unreadable/invalid input or a drawing failure, 2 on bad arguments.
+.raw writes the dot source); the file is written whole or not at all.  Exits
+0 on success, 1 with a one-line message on an unreadable/invalid input (or
+one without layers) or a drawing failure, 2 with a one-line message on bad
+arguments.
 """
+import contextlib
 import os
 import sys
+import tempfile
 from argparse import ArgumentParser, ArgumentDefaultsHelpFormatter
 
 PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else \
@@ -43,10 +47,18 @@ def _import_cortado():
     return caffe, caffe_pb2
 
 
+class _OneLineParser(ArgumentParser):
+    def error(self, message):
+        """A wrong command line as one line, usage included; exit 2."""
+        usage = ' '.join(self.format_usage().split()[1:])
+        self.exit(2, '%s: error: %s (usage: %s)\n' % (self.prog, message,
+                                                       usage))
+
+
 def parse_args(argv=None):
     """The command line (``argv``, or sys.argv[1:] when None) as an
     argparse namespace."""
-    parser = ArgumentParser(description=__doc__.strip().splitlines()[0],
+    parser = _OneLineParser(description=__doc__.strip().splitlines()[0],
                             formatter_class=ArgumentDefaultsHelpFormatter)
     parser.add_argument('input_net_proto_file',
                         help='the net to draw, a NetParameter in prototxt '
@@ -54,7 +66,8 @@ def parse_args(argv=None):
     parser.add_argument('output_image_file',
                         help='where to write the drawing; its extension '
                              'selects the format')
-    parser.add_argument('--rankdir', default='LR',
+    parser.add_argument('--rankdir', default='LR', type=str.upper,
+                        choices=['LR', 'TB', 'RL', 'BT'],
                         help=('graphviz layout direction: LR draws the net '
                               'from left to right, TB from top to bottom '
                               '(RL and BT reverse them); see '
@@ -78,15 +91,40 @@ def _read_net(path, caffe_pb2):
     try:
         with open(path) as f:
             text = f.read()
-    except (OSError, UnicodeDecodeError) as e:
-        _fail('cannot read %s: %s' % (path, getattr(e, 'strerror', None)
-                                       or e))
+    except OSError as e:
+        _fail('cannot read %s: %s' % (path, e.strerror or e))
+    except UnicodeDecodeError as e:
+        _fail('%s is not a text prototxt (byte %d is not UTF-8)'
+              % (path, e.start))
     net = caffe_pb2.NetParameter()
     try:
         text_format.Merge(text, net)
     except text_format.ParseError as e:
         _fail('%s is not a valid net prototxt: %s' % (path, e))
+    if not net.layer:
+        _fail('%s holds no `layer` entries: nothing to draw%s'
+              % (path, ' (V1 `layers` are not drawn)' if len(net.layers) else ''))
     return net
+
+
+def _write_whole(path, data):
+    """Write ``data`` to a temporary file beside ``path``, then rename it
+    over ``path``: a failure leaves the old file (or none), never half a
+    file."""
+    handle, temporary = tempfile.mkstemp(
+        dir=os.path.dirname(path) or '.',
+        prefix='.%s.' % os.path.basename(path), suffix='.partial')
+    try:
+        with os.fdopen(handle, 'wb') as out:
+            out.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
 
 
 def main(argv=None):
@@ -95,13 +133,28 @@ def main(argv=None):
     net = _read_net(args.input_net_proto_file, caffe_pb2)
     phase = None if args.phase == 'ALL' else caffe_pb2.Phase.Value(args.phase)
 
-    print('Drawing net to %s' % args.output_image_file)
+    out = args.output_image_file
+    folder = os.path.dirname(out) or '.'
+    if os.path.isdir(out):
+        _fail('%s is a directory; name the image file, e.g. %s'
+              % (out, os.path.join(out, 'net.png')))
+    if not os.path.isdir(folder):
+        _fail('cannot write %s: no directory %s' % (out, folder))
+    extension = os.path.splitext(out)[1]
+    if not extension:
+        _fail('%s has no extension naming the image format (e.g. .png, '
+              '.svg, .pdf, .raw)' % out)
+
+    print('Drawing net to %s' % out)
     try:
-        caffe.draw.draw_net_to_file(net, args.output_image_file,
-                                    args.rankdir, phase, args.display_lrm)
-    except (OSError, ValueError, RuntimeError) as e:
+        image = caffe.draw.draw_net(net, args.rankdir, extension[1:], phase,
+                                    args.display_lrm)
+        _write_whole(out, image)
+    except OSError as e:
+        _fail('cannot draw %s: %s' % (out, e.strerror or e))
+    except (ValueError, RuntimeError) as e:
         first_line = str(e).splitlines()[0] if str(e) else type(e).__name__
-        _fail('cannot draw %s: %s' % (args.output_image_file, first_line))
+        _fail('cannot draw %s: %s' % (out, first_line))
     return 0
 
 

@@ -27,6 +27,20 @@ fi
 log() { printf '==> %s\n' "$*" >&2; }
 die() { printf 'error: %s\n' "$*" >&2; exit 1; }
 
+# For a script whose settings are environment variables: --help prints its header comment (the lines
+# up to "set -euo"), and any other argument is refused, naming the settings to set instead.
+#   settings_from_environment "NETS, BATCHES" "$@"
+settings_from_environment() {
+  local settings=$1 script=${BASH_SOURCE[1]}
+  shift
+  (($#)) || return 0
+  if [[ $1 == -h || $1 == --help ]]; then
+    sed -n '2,/^set -euo/{/^set -euo/d; s/^# \{0,1\}//; p}' "$script"
+    exit 0
+  fi
+  die "$(basename "$script") takes no arguments, not '$1': set $settings in the environment (see --help)"
+}
+
 as_root() {
   if [[ "$(id -u)" -eq 0 ]]; then
     "$@"

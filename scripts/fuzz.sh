@@ -36,17 +36,28 @@ cd "$REPO_ROOT"
 SANITIZER_TESTS='^(FuzzReplay|Mistakes|BadInput|FaultGuard|FaultGuardDeathTest|ChildProcess|EncodedImage|Lmdb|Leveldb|Prototxt|Upgrade|Hdf5|OnnxTools|Transformer|ConvertMnistData|ConvertImageset|ComputeImageMean|ExtractFeatures|ImageData|DataLayer|Net|Solver|Resume|TrainerCli)\.'
 
 runs=0 seed=1 seconds=0 jobs=$JOBS run_tests=1 make_seeds=0 only=()
+number() {  # number OPTION VALUE: VALUE if it is a whole number
+  [[ "$2" =~ ^[0-9]+$ ]] || die "$1 needs a whole number, not '$2' (see the head of scripts/fuzz.sh)"
+  echo "$2"
+}
 while [[ $# -gt 0 ]]; do
   case "$1" in
-    --runs) runs="$2"; shift 2 ;;
-    --seed) seed="$2"; shift 2 ;;
-    --seconds) seconds="$2"; shift 2 ;;
-    --jobs) jobs="$2"; shift 2 ;;
+    --runs | --seed | --seconds | --jobs)  # then on to the option's own pattern
+      (($# >= 2)) || die "$1 needs a value (see the head of scripts/fuzz.sh)" ;;&
+    --runs) runs=$(number "$1" "$2"); shift 2 ;;
+    --seed) seed=$(number "$1" "$2"); shift 2 ;;
+    --seconds) seconds=$(number "$1" "$2"); shift 2 ;;
+    --jobs) jobs=$(number "$1" "$2"); shift 2 ;;
     --no-tests) run_tests=0; shift ;;
     --make-seeds) make_seeds=1; shift ;;
     -*) die "unknown option $1 (see the head of scripts/fuzz.sh)" ;;
     *) only+=("$1"); shift ;;
   esac
+done
+((jobs > 0)) || die "--jobs needs at least 1"
+known=(fuzz/*_fuzzer.cpp) && known=("${known[@]#fuzz/}") && known=("${known[@]%_fuzzer.cpp}")
+for harness in "${only[@]}"; do
+  [[ -f "fuzz/${harness}_fuzzer.cpp" ]] || die "no harness '$harness' (the harnesses: ${known[*]})"
 done
 
 "$REPO_ROOT/scripts/install_deps.sh"

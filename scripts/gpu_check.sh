@@ -95,6 +95,7 @@ dry_run() {
   scripts/bench/gpu.sh --dry-run quick
 }
 
+[[ ${1:-} != --dry-run && ${1:-} != pack ]] || (($# <= 1)) || die "$1 takes nothing after it, not '$2'"
 case ${1:-} in
   --dry-run) dry_run ;;
   pack) pack; echo; next_steps ;;

@@ -9,19 +9,24 @@
 # "Iteration N (X iter/s, Ys/100 iters), loss = L"; Cortado's time includes its data layer
 # (LMDB read and transform), PyTorch's batches are slices of a tensor already in memory.
 #
-# Usage: scripts/bench/cpu_lenet.sh
+# Usage: scripts/bench/cpu_lenet.sh        (no arguments; --help prints this)
 # Environment: ITERS (default 1000), WARMUP (default 100, a multiple of 100), THREADS (default 2),
 # CORTADO_BUILD_DIR (default build/; the trainer is built there if needed).
 # Needs: the Debian packages of scripts/install_deps.sh; fetches and converts MNIST if missing.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+settings_from_environment "ITERS, WARMUP, THREADS" "$@"
 cd "$REPO_ROOT"
 
 ITERS="${ITERS:-1000}"
 WARMUP="${WARMUP:-100}"
 THREADS="${THREADS:-2}"
 WINDOW=100
+for var in ITERS THREADS; do
+  [[ "${!var}" =~ ^[1-9][0-9]*$ ]] || die "$var must be a positive integer, not '${!var}'"
+done
+[[ "$WARMUP" =~ ^[0-9]+$ ]] || die "WARMUP must be a non-negative integer, not '$WARMUP'"
 ((WARMUP % WINDOW == 0)) || die "WARMUP must be a multiple of $WINDOW"
 ((ITERS - WARMUP >= 2 * WINDOW)) || die "ITERS must leave at least two windows of $WINDOW after WARMUP"
 

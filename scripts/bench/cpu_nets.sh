@@ -28,7 +28,7 @@
 # kind (the trainer's "<LayerType> engines: <name> <count>, ..." log lines; "-" where it logs none).
 # A warning is printed when other work kept the CPU busy before or during the runs.
 #
-# Usage: scripts/bench/cpu_nets.sh
+# Usage: scripts/bench/cpu_nets.sh        (no arguments; --help prints this)
 # Environment: THREADS (default 2); ITERS (timed forward + backward iterations of AlexNet, GoogLeNet
 #   and ResNet-50, default 5); SMALL_ITERS (the same for LeNet and cifar10_quick, default 50);
 #   TRAIN_ITERS (timed training steps, a multiple of WINDOW, default 100); WARMUP (untimed training
@@ -44,6 +44,7 @@
 set -euo pipefail
 # shellcheck source=scripts/common.sh disable=SC1091  # followed with shellcheck -x
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+settings_from_environment "THREADS, ITERS, NETS and the others" "$@"
 cd "$REPO_ROOT"
 
 THREADS="${THREADS:-2}"

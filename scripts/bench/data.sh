@@ -10,18 +10,24 @@
 # of one Forward — waiting for and copying out one batch — over the iterations after the ring's
 # first refill, so it measures the pipeline's steady rate, not its head start.
 #
-# Usage: scripts/bench/data.sh
+# Usage: scripts/bench/data.sh        (no arguments; --help prints this)
 # Environment: THREADS ("1 2 4" by default: 1, 2, the cores, and twice the cores, at most 8),
 #   IMAGES (default 1000), CORTADO_BUILD_DIR. Each measurement runs about 2 s of batches.
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+settings_from_environment "THREADS, IMAGES" "$@"
 cd "$REPO_ROOT"
 
 IMAGES="${IMAGES:-1000}"
 cores=$(nproc)
 default_threads="1 2 $cores $((2 * cores))"
 THREADS="${THREADS:-$(tr ' ' '\n' <<<"$default_threads" | awk '$1 <= 8' | sort -nu | tr '\n' ' ')}"
+[[ "$IMAGES" =~ ^[1-9][0-9]*$ ]] || die "IMAGES must be a positive integer, not '$IMAGES'"
+[[ -n "${THREADS//[[:space:]]/}" ]] || die "THREADS is empty: give at least one thread count (or leave it unset)"
+for t in $THREADS; do
+  [[ "$t" =~ ^[1-9][0-9]*$ ]] || die "THREADS takes positive integers, not '$t'"
+done
 
 if [[ ! -f "$BUILD_DIR/CMakeCache.txt" ]]; then
   cortado_configure

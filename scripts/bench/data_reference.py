@@ -84,8 +84,16 @@ def jpeg(list_path, root):
     return timed_loop(step, len(blobs))
 
 
+USAGE = "usage: data_reference.py make-images DIR COUNT | mnist IDX_IMAGES | jpeg LIST ROOT"
+
+
 def main():
-    command = sys.argv[1]
+    arities = {"make-images": 2, "mnist": 1, "jpeg": 2}
+    command = sys.argv[1] if len(sys.argv) > 1 else None
+    if command not in arities or len(sys.argv) != 2 + arities[command]:
+        sys.exit(USAGE)
+    if command == "make-images" and not sys.argv[3].isdigit():
+        sys.exit(f"data_reference.py: COUNT must be a number of images, not {sys.argv[3]!r}")
     if command == "make-images":
         make_images(sys.argv[2], int(sys.argv[3]))
         return

@@ -16,7 +16,7 @@
 # side's start-up (PyTorch resident before the model; the trainer's peak on a one-blob net).
 # Threads: OPENBLAS_NUM_THREADS=OMP_NUM_THREADS=$THREADS on both sides, and torch.set_num_threads.
 #
-# Usage: scripts/bench/memory.sh
+# Usage: scripts/bench/memory.sh        (no arguments; --help prints this)
 # Environment: THREADS (default 2), ITERS (timed iterations, default 5), NETS (default
 #   "resnet50 googlenet alexnet"), BUILD (default 1; 0 uses the trainer in the build folder as it is,
 #   without configuring or building), CORTADO_BUILD_DIR (default build/).
@@ -26,6 +26,7 @@
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+settings_from_environment "THREADS, ITERS, NETS" "$@"
 cd "$REPO_ROOT"
 
 THREADS="${THREADS:-2}"

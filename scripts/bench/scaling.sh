@@ -12,7 +12,7 @@
 # batch: no data reading in the times). images/s is the median over the display intervals after the
 # first (which holds the start-up) of "Iteration N (X iter/s, ...)" × the effective batch.
 #
-# Usage: scripts/bench/scaling.sh
+# Usage: scripts/bench/scaling.sh        (no arguments; --help prints this)
 # Environment: NETS (default "lenet cifar10_quick resnet50"), SCALE (iterations multiplier, default 1),
 #   TRAINER (default <build>/tools/trainer), BUILD (default 1; 0 uses the trainer as it is),
 #   MPIRUN (default "mpirun --allow-run-as-root --oversubscribe"), CORTADO_BUILD_DIR (default build/).
@@ -20,6 +20,7 @@
 set -euo pipefail
 # shellcheck source=scripts/common.sh
 source "$(dirname "${BASH_SOURCE[0]}")/../common.sh"
+settings_from_environment "NETS, SCALE, TRAINER, BUILD" "$@"
 cd "$REPO_ROOT"
 
 NETS="${NETS:-lenet cifar10_quick resnet50}"
@@ -27,6 +28,10 @@ SCALE="${SCALE:-1}"
 BUILD="${BUILD:-1}"
 MPIRUN="${MPIRUN:-mpirun --allow-run-as-root --oversubscribe}"
 [[ "$SCALE" =~ ^[1-9][0-9]*$ ]] || die "SCALE must be a positive integer"
+for name in $NETS; do
+  [[ " lenet cifar10_quick resnet50 " == *" $name "* ]] ||
+    die "unknown net '$name' in NETS (choose from lenet cifar10_quick resnet50)"
+done
 command -v mpirun >/dev/null || die "mpirun is missing (scripts/install_deps.sh installs openmpi-bin)"
 
 if [[ "$BUILD" == 1 && -z "${TRAINER:-}" ]]; then

@@ -6,22 +6,52 @@ Usage: sweep_report.py SWEEP.csv OUT.png
 OUT.png: images/s against batch size (log-2 axis), one line per net, device and thread count.
 stdout: the best configuration of each net (the highest images/s), one line each:
     lenet: GPU0, 1 thread, batch 256: 51234.5 img/s (forward-backward 5.00 ms)
-Rows whose status is not "ok" are left out of both.
+Rows whose status is not "ok" are left out of both. OUT.png is written whole or not at all. A CSV
+that cannot be read, is not a sweep's or has no "ok" row, and an OUT.png that cannot be written, are
+one line on stderr and exit status 1.
 """
+import contextlib
 import csv
+import os
 import sys
+import tempfile
 from collections import defaultdict
 
-import matplotlib
+try:
+    import matplotlib
+except ImportError as missing:
+    if __name__ == '__main__':
+        sys.exit(f'sweep_report.py: this script needs matplotlib ({missing}): install python3-matplotlib '
+                 '(scripts/install_deps.sh)')
+    raise
 
 matplotlib.use('Agg')
 import matplotlib.ticker  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402  (after choosing the backend)
 
 
+COLUMNS = ('net', 'device', 'threads', 'batch_size', 'iterations', 'forward_ms', 'backward_ms',
+           'forward_backward_ms', 'images_per_s', 'status')
+NUMBERS = {'threads': int, 'batch_size': int, 'images_per_s': float, 'forward_backward_ms': float}
+
+
 def read_rows(path):
+    """The "ok" rows of a sweep CSV; ValueError naming the line where it is not one."""
     with open(path, newline='') as f:
-        return [row for row in csv.DictReader(f) if row['status'] == 'ok']
+        reader = csv.DictReader(f)
+        missing = [column for column in COLUMNS if column not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError('not a sweep.sh CSV (%s)' % (
+                'it is empty' if reader.fieldnames is None else 'no column "%s"' % missing[0]))
+        rows = [row for row in reader if row['status'] == 'ok']
+    for row in rows:
+        for column, kind in NUMBERS.items():
+            try:
+                kind(row[column])
+            except (TypeError, ValueError):
+                raise ValueError('the row of %s, %s, batch %s: %s is %r, not a number' % (
+                    row['net'], row['device'], row['batch_size'], column, row[column])) from None
+    return rows
 
 
 def series(rows):
@@ -62,20 +92,39 @@ def plot(lines, path):
     ax.grid(True, which='both', alpha=0.3)
     ax.legend(fontsize='small')
     fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or '.', suffix='.partial')
+    try:  # written beside path, then renamed over it
+        with os.fdopen(handle, 'wb') as f:
+            fig.savefig(f, dpi=80, format='png')
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(temporary, 0o666 & ~umask)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    finally:
+        plt.close(fig)
 
 
 def main(argv):
     if len(argv) != 3:
         sys.exit('usage: sweep_report.py SWEEP.csv OUT.png')
+    if not argv[2].lower().endswith('.png'):
+        sys.exit(f'sweep_report.py: {argv[2]}: the plot is a PNG: give a name ending in .png')
     try:
         rows = read_rows(argv[1])
-    except (OSError, KeyError, csv.Error) as e:
+    except OSError as e:
+        sys.exit(f'sweep_report.py: cannot read {argv[1]}: {e.strerror}')
+    except (ValueError, csv.Error) as e:  # UnicodeDecodeError is a ValueError
         sys.exit(f'sweep_report.py: cannot read {argv[1]}: {e}')
     if not rows:
         sys.exit(f'sweep_report.py: {argv[1]} has no successful configuration')
-    plot(series(rows), argv[2])
+    try:
+        plot(series(rows), argv[2])
+    except OSError as e:
+        sys.exit(f'sweep_report.py: cannot write {argv[2]}: {e.strerror}')
     for net, row in best(rows).items():
         threads = int(row['threads'])
         print(f"{net}: {row['device']}, {threads} thread{'s' if threads > 1 else ''}, batch {row['batch_size']}: "

@@ -28,6 +28,9 @@ this="$BUILD_DIR/tools/trainer"
 [[ -x $this ]] || die "$this is not built (cmake --build $BUILD_DIR --target trainer)"
 THREADS="${THREADS:-2}" ROUNDS="${ROUNDS:-3}" SMALL_ITERS="${SMALL_ITERS:-50}" ITERS="${ITERS:-5}"
 NETS="${NETS-lenet cifar10_quick googlenet resnet50}"
+for var in THREADS ROUNDS SMALL_ITERS ITERS; do
+  [[ "${!var}" =~ ^[1-9][0-9]*$ ]] || die "$var must be a positive integer, not '${!var}'"
+done
 read -r -a extra <<<"${TRAINER_FLAGS:-}"
 work="$BUILD_DIR/bench_versions"
 mkdir -p "$work"
@@ -38,9 +41,12 @@ net_spec() {  # net_spec NET -> "deploy batch iterations"
     cifar10_quick) echo "models/cifar10/cifar10_quick.prototxt 100 $SMALL_ITERS" ;;
     googlenet) echo "models/imagenet/googlenet/deploy.prototxt 8 $ITERS" ;;
     resnet50) echo "models/resnet/ResNet-50-deploy.prototxt 8 $ITERS" ;;
-    *) die "unknown net '$1' (lenet cifar10_quick googlenet resnet50)" ;;
+    *) die "unknown net '$1' in NETS (lenet cifar10_quick googlenet resnet50)" ;;
   esac
 }
+for net in $NETS; do
+  net_spec "$net" >/dev/null  # dies on an unknown name before anything runs
+done
 
 fwdbwd() {  # fwdbwd TRAINER MODEL ITERATIONS LOG -> the average forward + backward ms
   env OMP_NUM_THREADS="$THREADS" GLOG_logtostderr=1 "$1" time --model="$2" --phase=TRAIN --iterations="$3" \

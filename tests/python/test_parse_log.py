@@ -371,3 +371,108 @@ def test_extract_seconds_command(tmp_path):
     assert run.returncode == 1 and len(run.stderr.splitlines()) == 1 and 'missing.log' in run.stderr
     run = subprocess.run([sys.executable, script], capture_output=True, text=True, timeout=60)
     assert run.returncode == 1 and 'Usage: extract_seconds.py INPUT OUTPUT' in run.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# (d) mistakes: one line naming what to fix, exit status 1 (2 for the command line), nothing written
+
+NOT_TRAINING_LOGS = {
+    'empty.log': ('', 'the file is empty'),
+    'notes.txt': ('hello\nthis is not a log\n', 'no glog line: it is not a log of `trainer train` or Caffe'),
+    'binary.log': (bytes(range(256)) * 8, 'no glog line: it is not a log of `trainer train` or Caffe'),
+    # A run that stopped before its first display or test: glog lines, no outputs.
+    'setup_failed.log': ('I1230 10:00:00.000000  1 net.cpp:65] Initializing net\n'
+                         'I1230 10:00:01.000000  1 solver.cpp:279] Solving LeNet\n'
+                         'trainer: error: lenet.prototxt: layer data (Data): cannot open LMDB\n',
+                         'no "Train net output" or "Test net output" line after an "Iteration" line'),
+}
+
+
+def write_not_training_log(directory, name):
+    text, _ = NOT_TRAINING_LOGS[name]
+    path = directory / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return path
+
+
+@pytest.mark.parametrize('name', sorted(NOT_TRAINING_LOGS))
+def test_a_log_without_training_lines_is_one_line_and_exit_1(tmp_path, name):
+    log = write_not_training_log(tmp_path, name)
+    out = tmp_path / 'out'
+    out.mkdir()
+    run = run_parse_log(log, out)
+    assert run.returncode == 1 and run.stdout == ''
+    assert run.stderr.splitlines() == [f'parse_log.py: {log} holds no training lines ({NOT_TRAINING_LOGS[name][1]})']
+    assert os.listdir(out) == []
+    # extract_seconds.py says the same of it, and writes nothing either.
+    seconds = out / 'seconds.txt'
+    run = subprocess.run([sys.executable, str(EXTRA / 'extract_seconds.py'), str(log), str(seconds)],
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith(f'extract_seconds.py: {log} holds no training lines (')
+    assert 'Traceback' not in run.stderr and not seconds.exists()
+
+
+def test_output_dir_mistakes_name_the_folder(tmp_path):
+    log = write_caffe_log(tmp_path)
+    run = run_parse_log(log, tmp_path / 'no_such_dir')
+    assert run.returncode == 1 and run.stderr.splitlines() == [
+        f'parse_log.py: output directory {tmp_path}/no_such_dir does not exist (create it first)']
+    run = run_parse_log(log, log)  # a file
+    assert run.returncode == 1 and run.stderr.splitlines() == [
+        f'parse_log.py: output directory {log} is not a directory']
+    assert not (tmp_path / 'no_such_dir').exists()
+
+
+def test_both_tables_or_neither(tmp_path):
+    log = write_caffe_log(tmp_path)
+    out = tmp_path / 'out'
+    out.mkdir()
+    (out / 'lenet.log.train').write_text('an earlier table\n')
+    (out / 'lenet.log.test').mkdir()  # the .test table cannot be written
+    run = run_parse_log(log, out)
+    assert run.returncode == 1 and run.stderr.splitlines() == [
+        f'parse_log.py: cannot write {out}/lenet.log.test: Is a directory']
+    assert (out / 'lenet.log.train').read_text() == 'an earlier table\n'  # not replaced by half a result
+    assert sorted(os.listdir(out)) == ['lenet.log.test', 'lenet.log.train']  # no temporary left
+    (out / 'lenet.log.test').rmdir()
+    assert parsed_csv(log, tmp_path) == [CAFFE_TRAIN_CSV, CAFFE_TEST_CSV]
+    assert sorted(os.listdir(out)) == ['lenet.log.test', 'lenet.log.train']
+    assert oct((out / 'lenet.log.train').stat().st_mode & 0o777) == oct(0o666 & ~current_umask())
+
+
+def current_umask():
+    umask = os.umask(0)
+    os.umask(umask)
+    return umask
+
+
+@pytest.mark.parametrize('args', [[], ['only.log'], ['--bogus', 'a.log', 'out'], ['--delimiter', '', 'a.log', 'out']])
+def test_command_line_mistakes_are_one_line_with_the_usage(args):
+    run = subprocess.run([sys.executable, str(EXTRA / 'parse_log.py'), *args], capture_output=True, text=True,
+                         timeout=60)
+    assert run.returncode == 2 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith('parse_log.py: error: ')
+    assert '(usage: parse_log.py [-h] [--verbose] [--delimiter DELIMITER] LOGFILE OUTPUT_DIR)' in run.stderr
+
+
+def test_extract_seconds_mistakes(tmp_path):
+    script = str(EXTRA / 'extract_seconds.py')
+    log = write_caffe_log(tmp_path)
+    old = tmp_path / 'seconds.txt'
+    old.write_text('earlier\n')
+
+    def run(*args):
+        return subprocess.run([sys.executable, script, *map(str, args)], capture_output=True, text=True, timeout=60)
+    for args, message in [
+            ((log, tmp_path / 'no_dir' / 's.txt'),
+             f'extract_seconds.py: {tmp_path}/no_dir/s.txt: No such file or directory'),
+            ((log, tmp_path), f'extract_seconds.py: {tmp_path}: Is a directory'),
+            ((tmp_path, old), f'extract_seconds.py: {tmp_path}: Is a directory'),
+            ((log, old, 'extra'), 'Usage: extract_seconds.py INPUT OUTPUT (writes the seconds since the solver '
+                                  'started of each "Iteration" line of the log INPUT)')]:
+        result = run(*args)
+        assert result.returncode == 1 and result.stderr.splitlines() == [message]
+    assert old.read_text() == 'earlier\n'
+    assert sorted(os.listdir(tmp_path)) == ['lenet.log', 'seconds.txt']
+    assert run(log, old).returncode == 0 and old.read_text().splitlines() == CAFFE_SECONDS

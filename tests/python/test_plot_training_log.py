@@ -1,6 +1,8 @@
 """test_plot_training_log.py: tools/extra/plot_training_log.py, Caffe's log plotter in Python 3:
 every chart type draws an image from a trainer's log and from logs in Caffe's wording, the points
 drawn are parse_log's values, --field, the usage and the one-line errors."""
+import errno
+import os
 import struct
 import subprocess
 import sys
@@ -143,3 +145,45 @@ def test_labels():
     assert plot_training_log.get_data_label('/runs/lenet.log') == 'lenet'
     assert plot_training_log.get_data_label('runs/caffe.INFO') == 'caffe.INFO'
     assert plot_training_log.get_data_label('.log') == '.log'
+
+
+def test_a_log_without_training_lines_is_one_line_and_nothing_is_drawn(tmp_path):
+    old = tmp_path / 'old.png'
+    old.write_bytes(b'an earlier image')
+    for name, text, why in [('empty.log', '', 'the file is empty'),
+                            ('notes.txt', 'not a log\n', 'no glog line: it is not a log of `trainer train` or Caffe')]:
+        log = tmp_path / name
+        log.write_text(text)
+        for chart_type in (0, 6):
+            run = run_plot(chart_type, old, log)
+            assert run.returncode == 1 and run.stderr.splitlines() == [
+                f'plot_training_log.py: {log} holds no training lines ({why})']
+    assert old.read_bytes() == b'an earlier image'
+
+
+def test_a_failed_write_leaves_the_old_image(logs, tmp_path, monkeypatch):
+    old = tmp_path / 'chart.png'
+    old.write_bytes(b'an earlier image')
+
+    def failing_savefig(figure, target, **kwargs):  # half an image, then a full disk
+        if isinstance(target, (str, os.PathLike)):
+            with open(target, 'wb') as f:
+                f.write(b'half')
+        else:
+            target.write(b'half')
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+    monkeypatch.setattr(plot_training_log.Figure, 'savefig', failing_savefig)
+    with pytest.raises(OSError):
+        plot_training_log.plot_chart(6, str(old), [str(logs[1])])
+    assert old.read_bytes() == b'an earlier image'
+    assert os.listdir(tmp_path) == ['chart.png']
+
+
+def test_without_matplotlib_one_line_says_what_to_install(logs, tmp_path):
+    # -S: without site-packages, where matplotlib is installed.
+    run = subprocess.run([sys.executable, '-S', str(EXTRA / 'plot_training_log.py'), '6', str(tmp_path / 'x.png'),
+                          str(logs[1])], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 1 and len(run.stderr.splitlines()) == 1, run.stderr
+    assert run.stderr.startswith('plot_training_log.py: this script needs matplotlib (')
+    assert 'install python3-matplotlib (scripts/install_deps.sh)' in run.stderr
+    assert not (tmp_path / 'x.png').exists()

@@ -12,11 +12,17 @@ the one in which the file was created (its ctime, as Caffe takes it), plus one e
 goes backwards (a run across new year). Newer glog writes the year ("I20261126 23:59:58.123456 ...");
 then the prefix's own year is used. Lines without such a prefix (a blank line, an error from the
 shell or mpirun) are skipped, and a log without a "Solving" line counts from its first glog line.
+
+OUTPUT is written whole or not at all (atomic_file.py). A log without a glog line that mentions
+"Iteration" (empty, not a glog log, or a run that stopped before its first iteration) is an error, as
+are a log that cannot be read and an OUTPUT that cannot be written: one line on stderr, exit status 1.
 """
 import datetime
 import os
 import re
 import sys
+
+import atomic_file
 
 START_MARKER = 'Solving'   # the solver's first line, "Solving <net name>"
 ITERATION_MARKER = 'Iteration'
@@ -125,30 +131,36 @@ class LogClock:
 
 def extract_seconds(input_file, output_file):
     """Writes to output_file the seconds since the start of every glog line of input_file that
-    mentions "Iteration", one "%f" a line."""
+    mentions "Iteration", one "%f" a line. ValueError, before anything is written, where there is
+    no such line."""
     year = get_log_created_year(input_file)
     with open(input_file, encoding='utf-8', errors='replace') as f:
         lines = f.readlines()
     start, _ = find_start(lines, year)
     if start is None:
-        raise ValueError('%s holds no glog line' % input_file)
+        why = 'the file is empty' if not lines else 'no glog line: it is not a log of `trainer train` or Caffe'
+        raise ValueError('%s holds no training lines (%s)' % (input_file, why))
     clock = LogClock(year, start)
-    with open(output_file, 'w') as out:
-        for line in lines:
-            if ITERATION_MARKER not in line:
-                continue
-            try:
-                stamp = clock.read(line)
-            except ValueError:
-                continue
-            out.write('%f\n' % (stamp - start).total_seconds())
+    seconds = []
+    for line in lines:
+        if ITERATION_MARKER not in line:
+            continue
+        try:
+            stamp = clock.read(line)
+        except ValueError:
+            continue
+        seconds.append('%f\n' % (stamp - start).total_seconds())
+    if not seconds:
+        raise ValueError('%s holds no training lines (no glog line mentions "%s")'
+                         % (input_file, ITERATION_MARKER))
+    with atomic_file.replacing(output_file) as out:
+        out.writelines(seconds)
 
 
 def main(argv):
-    if len(argv) < 3:
-        print('Usage: extract_seconds.py INPUT OUTPUT\n'
-              '  writes the seconds since the solver started of each "Iteration" line of the log INPUT',
-              file=sys.stderr)
+    if len(argv) != 3:
+        print('Usage: extract_seconds.py INPUT OUTPUT (writes the seconds since the solver started of each '
+              '"Iteration" line of the log INPUT)', file=sys.stderr)
         return 1
     try:
         extract_seconds(argv[1], argv[2])

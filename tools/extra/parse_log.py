@@ -9,14 +9,21 @@ and per test pass: NumIters, Seconds (since the solver's "Solving" line), Learni
 is byte for byte that of Caffe's tools/extra/parse_log.py, of which this is the Python 3 successor,
 with the same module functions; unlike it, this one skips lines that are not glog lines, reads
 prefixes that carry the year, and counts from the first glog line of a log without a "Solving" line.
+
+Both files are written whole or not at all (atomic_file.py). A log without a single row (empty, not a
+glog log, or a run that stopped before its first display or test) is an error: one line on stderr and
+exit status 1, as are a log or OUTPUT_DIR that cannot be read or written; a wrong command line is one
+line and exit status 2.
 """
 import argparse
+import contextlib
 import csv
 import os
 import re
 import sys
 from collections import OrderedDict
 
+import atomic_file
 import extract_seconds
 
 # The log lines that make the tables (see the "Log lines that scripts parse" in caffe-compat.md).
@@ -105,11 +112,31 @@ def fix_initial_nan_learning_rate(dict_list):
         dict_list[0]['LearningRate'] = dict_list[1]['LearningRate']
 
 
+def no_training_lines(path_to_log):
+    """The error for a log that gave no row: "<log> holds no training lines (why)"."""
+    if os.path.getsize(path_to_log) == 0:
+        why = 'the file is empty'
+    else:
+        with open(path_to_log, **ENCODING) as f:
+            start, _ = extract_seconds.find_start(f, extract_seconds.get_log_created_year(path_to_log))
+        why = ('no glog line: it is not a log of `trainer train` or Caffe' if start is None else
+               'no "Train net output" or "Test net output" line after an "Iteration" line')
+    return '%s holds no training lines (%s)' % (path_to_log, why)
+
+
 def save_csv_files(logfile_path, output_dir, train_dict_list, test_dict_list, delimiter=',', verbose=False):
-    """Writes output_dir/<basename of logfile_path>.train and .test (none for an empty list)."""
+    """Writes output_dir/<basename of logfile_path>.train and .test (none for an empty list), both
+    or neither."""
     base = os.path.join(output_dir, os.path.basename(logfile_path))
-    write_csv(base + '.train', train_dict_list, delimiter, verbose)
-    write_csv(base + '.test', test_dict_list, delimiter, verbose)
+    tables = [(base + '.train', train_dict_list), (base + '.test', test_dict_list)]
+    with contextlib.ExitStack() as stack:  # each file is renamed into place once both are written
+        for filename, dict_list in tables:
+            if dict_list:
+                _write_rows(stack.enter_context(atomic_file.replacing(filename, 'w', newline='', **ENCODING)),
+                            dict_list, delimiter)
+    if verbose:
+        for filename, dict_list in tables:
+            print(('Wrote %s' if dict_list else 'Not writing %s; no lines to write') % filename)
 
 
 def write_csv(output_filename, dict_list, delimiter, verbose=False):
@@ -118,15 +145,19 @@ def write_csv(output_filename, dict_list, delimiter, verbose=False):
         if verbose:
             print('Not writing %s; no lines to write' % output_filename)
         return
+    with atomic_file.replacing(output_filename, 'w', newline='', **ENCODING) as f:
+        _write_rows(f, dict_list, delimiter)
+    if verbose:
+        print('Wrote %s' % output_filename)
+
+
+def _write_rows(f, dict_list, delimiter):
     fieldnames = list(dict_list[0].keys())
     for row in dict_list[1:]:  # in a well-formed log every row has the first row's keys
         fieldnames.extend(key for key in row if key not in fieldnames)
-    with open(output_filename, 'w', newline='', **ENCODING) as f:
-        writer = csv.DictWriter(f, fieldnames=fieldnames, dialect='excel', delimiter=delimiter)
-        writer.writeheader()
-        writer.writerows(dict_list)
-    if verbose:
-        print('Wrote %s' % output_filename)
+    writer = csv.DictWriter(f, fieldnames=fieldnames, dialect='excel', delimiter=delimiter)
+    writer.writeheader()
+    writer.writerows(dict_list)
 
 
 def _delimiter(text):
@@ -137,8 +168,15 @@ def _delimiter(text):
     return text
 
 
+class _OneLineParser(argparse.ArgumentParser):
+    def error(self, message):
+        """A wrong command line as one line, usage included, and exit status 2."""
+        usage = ' '.join(self.format_usage().split()[1:])
+        self.exit(2, '%s: error: %s (usage: %s)\n' % (self.prog, message, usage))
+
+
 def parse_args(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = _OneLineParser(
         description='Parse a training log into two CSV files (LOGFILE.train and LOGFILE.test in '
                     'OUTPUT_DIR) holding the training and test outputs.')
     parser.add_argument('logfile_path', metavar='LOGFILE', help='the log (the trainer writes it to stderr)')
@@ -149,20 +187,28 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
+def _fail(message):
+    print('parse_log.py: %s' % message, file=sys.stderr)
+    return 1
+
+
 def main(argv=None):
     args = parse_args(argv)
+    if not os.path.exists(args.output_dir):
+        return _fail('output directory %s does not exist (create it first)' % args.output_dir)
+    if not os.path.isdir(args.output_dir):
+        return _fail('output directory %s is not a directory' % args.output_dir)
     try:
         train_dict_list, test_dict_list = parse_log(args.logfile_path)
+        if not train_dict_list and not test_dict_list:
+            return _fail(no_training_lines(args.logfile_path))
     except OSError as error:
-        print('parse_log.py: cannot read %s: %s' % (args.logfile_path, error.strerror), file=sys.stderr)
-        return 1
+        return _fail('cannot read %s: %s' % (args.logfile_path, error.strerror))
     try:
         save_csv_files(args.logfile_path, args.output_dir, train_dict_list, test_dict_list,
                        delimiter=args.delimiter, verbose=args.verbose)
     except OSError as error:
-        print('parse_log.py: cannot write %s: %s' % (error.filename or args.output_dir, error.strerror),
-              file=sys.stderr)
-        return 1
+        return _fail('cannot write %s: %s' % (error.filename or args.output_dir, error.strerror))
     return 0
 
 

@@ -7,6 +7,10 @@ CHART_TYPE is one of the chart types that Caffe's plot_training_log.py.example o
 lists them); the logs are read with parse_log.py's parser, OUT's extension picks the image format
 (.png, .pdf, .svg, ...), and the image is drawn without a display (matplotlib's Agg backend).
 --field NAME plots the train or test output NAME (the chart type's side and x axis) instead.
+
+The image is written whole or not at all (atomic_file.py). A wrong command line, a log without the
+lines to plot, an image format matplotlib cannot write and a missing matplotlib are each one line on
+stderr (the usage follows on stdout for a wrong command line) and exit status 1.
 """
 import os
 import sys
@@ -16,10 +20,12 @@ try:
     from matplotlib.figure import Figure
 except ImportError as missing:
     if __name__ == '__main__':
-        sys.exit('plot_training_log.py: this script needs matplotlib (%s)' % missing)
+        sys.exit('plot_training_log.py: this script needs matplotlib (%s): install python3-matplotlib '
+                 '(scripts/install_deps.sh)' % missing)
     raise
 
-import parse_log  # beside this script, as Caffe's tools/extra scripts import each other
+import atomic_file  # these two beside this script, as Caffe's tools/extra scripts import each other
+import parse_log
 
 # (side of the log, quantity, x axis), in the order of Caffe's chart types.
 CHART_TYPES = [
@@ -88,6 +94,8 @@ def chart_series(chart_type, path_to_log, field=None):
     left out); column is the parse_log column plotted, `field` when one is given."""
     side, quantity, x_axis = CHART_TYPES[chart_type]
     train_rows, test_rows = parse_log.parse_log(path_to_log)
+    if not train_rows and not test_rows:
+        raise PlotError(parse_log.no_training_lines(path_to_log))
     rows = train_rows if side == 'Train' else test_rows
     if field is not None:
         if field not in _columns(rows):
@@ -121,7 +129,8 @@ def plot_chart(chart_type, path_to_png, path_to_log_list, field=None):
     axes.set_xlabel(x_axis)
     axes.set_ylabel(description.split(' vs. ')[0])
     axes.grid(True, alpha=0.3)
-    figure.savefig(path_to_png, format=image_format)
+    with atomic_file.replacing(path_to_png, 'wb') as f:
+        figure.savefig(f, format=image_format)
 
 
 def usage():
