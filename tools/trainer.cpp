@@ -104,6 +104,9 @@ std::vector<int> GpuIdsFromFlag() {
     for (int id = 0; id < std::max(cortado::GpuCount(), 1); ++id) ids.push_back(id);
     return ids;
   }
+  const std::string& text = FLAGS_gpu;
+  CORTADO_REQUIRE(text.find(",,") == std::string::npos && text.front() != ',' && text.back() != ',', "--gpu=", text,
+                  " has an empty entry (give a GPU id such as 0, a list such as 0,1, or all)");
   for (const auto& part : SplitCommas(FLAGS_gpu)) {
     char* end = nullptr;
     const long id = std::strtol(part.c_str(), &end, 10);

@@ -33,7 +33,8 @@ class DropoutLayer : public EitherDevice<NeuronLayer> {
     // A 32-bit draw u drops its element when u < ratio · 2³².
     threshold_ = static_cast<uint64_t>(static_cast<double>(ratio) * 4294967296.0);
     if (phase() == TRAIN) mask_ = AddStepScratch();
-    if (mask_ && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
+    if (mask_ && ctx_.device() == Device::kGPU && !ctx_.plan_only())  // a plan has no GPU
+      seed_slot_ = StepInputsOf(ctx_).Reserve();
   }
 
   void PrepareStep() override {

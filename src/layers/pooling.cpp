@@ -133,7 +133,8 @@ class PoolingLayer : public Layer {
       RequireOneDnnWhereAsked(p.engine() == PoolingParameter::ONEDNN, Describe());
     }
     if (stochastic_) pick_ = AddStepScratch();
-    if (stochastic_ && phase() == TRAIN && ctx_.device() == Device::kGPU) seed_slot_ = StepInputsOf(ctx_).Reserve();
+    if (stochastic_ && phase() == TRAIN && ctx_.device() == Device::kGPU && !ctx_.plan_only())
+      seed_slot_ = StepInputsOf(ctx_).Reserve();
   }
 
   void Reshape(const BlobVec& bottom, const BlobVec& top) override {

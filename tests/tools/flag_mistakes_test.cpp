@@ -169,6 +169,48 @@ TEST(FlagMistakes, TrainerWritesTheResolvedSolverAndNetThatRunItAgain) {
   EXPECT_NE(ReadFile(ws.dir + "/fresh/tiny_iter_2.caffemodel"), ReadFile(ws.snap + "/tiny_iter_2.caffemodel"));
 }
 
+// A .caffemodel given to --snapshot read as an empty solver state (iteration 0, no history); a
+// .solverstate given to --weights as a damaged weights file.
+TEST(FlagMistakes, WeightsAndSolverStatesSwappedAreNamed) {
+  Workspace ws(TinyNet());
+  const std::string model = TrainedTinyModel(ws);
+  const std::string state = ws.snap + "/tiny_iter_2.solverstate";
+  EXPECT_EQ(TrainerError(ws.Train("--snapshot=" + model)),
+            model + " is a weights file, not a solver state: resume from the .solverstate written with it, or "
+                    "fine-tune from it as weights (trainer --weights, net.copy_from)");
+  const std::string renamed = ws.dir + "/weights.bin";
+  fs::copy_file(model, renamed);
+  EXPECT_EQ(TrainerError(ws.Train("--snapshot=" + renamed)),
+            renamed + " is not a solver state (no history, no weights file, and fields a solver state does not "
+                      "have); resume from the .solverstate a snapshot wrote");
+  EXPECT_EQ(TrainerError(ws.Train("--weights=" + state)),
+            state + " is a solver state, not weights: resume from it (trainer --snapshot, solver.restore); the "
+                    "weights are in the .caffemodel written with it");
+  EXPECT_EQ(TrainerError(ws.Train("--gpu=0,,1")),
+            "--gpu=0,,1 has an empty entry (give a GPU id such as 0, a list such as 0,1, or all)");
+}
+
+// A plan for a GPU needs no GPU (the flag's help says so): a GPU solver whose net reads an LMDB and has
+// a Dropout was planned through the data layer's copy machinery and the Dropout's seed slot, which
+// asked the absent GPU for its resources and aborted.
+TEST(FlagMistakes, PlanOnlyForAGpuSolverNeedsNoGpu) {
+  const std::string db = WriteRandomImageLmdb(NewTempDir() + "/db", 8, 1, 12, 5, 3);
+  std::string net = ClassifierNet(LmdbSource(db));
+  net.insert(net.find("layer { name: \"loss\""),
+             "layer { name: \"drop\" type: \"Dropout\" bottom: \"score\" top: \"score\" }\n");
+  Workspace ws(net);
+  std::string solver = ReadFile(ws.solver);
+  solver.replace(solver.find("solver_mode: CPU"), 16, "solver_mode: GPU");
+  WriteFile(ws.solver, solver);
+  const std::string plan = ws.dir + "/plan.txt";  // stdout
+  const CommandResult r =
+      RunCommand("(" + ToolPath("trainer") + " " + ws.Train("--plan_only --max_memory=1K") + " >" + plan + ")");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(Has(r.err, "Check failed")) << r.err;
+  EXPECT_TRUE(Has(ReadFile(plan), "Memory plan (GPU)")) << ReadFile(plan);
+  EXPECT_TRUE(Has(ReadFile(plan), "Not even batch 1 fits in 1.00 kB on the GPU")) << ReadFile(plan);
+}
+
 // GPU threads would share the one embedded interpreter; the refusal is the same with or without GPUs.
 TEST(FlagMistakes, PythonLayersAreRefusedInGpuThreads) {
   std::string net = TinyNet();

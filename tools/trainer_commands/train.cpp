@@ -204,7 +204,7 @@ int Train(cortado::Ranks* ranks) {
       cortado::SolverParameter planned(param);
       if (batch > 0) cortado::SetBatchSize(&planned, batch);
       return cortado::Solver::PlanMemory(planned, FLAGS_solver, summary);
-    }, !gpus.empty() ? "GPU" : "CPU");
+    }, param.solver_mode() == cortado::SolverParameter::GPU ? "GPU" : "CPU");
   }
   if (FLAGS_batch_size > 0) cortado::SetBatchSize(&param, FLAGS_batch_size);
   InstallSignalHandlers();

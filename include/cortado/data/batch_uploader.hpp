@@ -2,6 +2,7 @@
 // slots: the copy stream fills one while the compute stream works, ordered by events.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -28,7 +29,10 @@ namespace cortado {
 // only for a copy kSlots Forwards old, which waited for the compute stream to read the slot before,
 // so the host runs at most about 2·kSlots Forwards ahead of the device. Each Forward hands its own
 // batch to the net, as on the CPU (exact resume is unchanged).
-// src/data/cuda/batch_copy.cu; a CPU-only build's stub throws.
+// On a plan-only context the staging blobs are added and shaped (the plan counts them) and nothing else
+// is made: no GPU is touched, and Stage and Upload are never called.
+// src/data/batch_uploader.cpp (the staging blobs), src/data/cuda/batch_copy.cu (the copies); a CPU-only
+// build's stub throws for anything but a plan.
 class BatchUploader {
  public:
   static constexpr int kSlots = 2;
@@ -50,7 +54,11 @@ class BatchUploader {
 
  private:
   struct State;
-  std::unique_ptr<State> state_;
+  // The host buffers, events and streams of a context that runs (batch_copy.cu).
+  static std::shared_ptr<State> StartCopies(Context& ctx, const std::vector<int64_t>& floats);
+  std::vector<int64_t> floats_;                      // per top
+  std::array<std::vector<Blob*>, kSlots> staging_;  // per slot, the device staging blob of each top
+  std::shared_ptr<State> state_;  // none on a plan-only context (shared_ptr: State is complete only there)
 };
 
 }  // namespace cortado

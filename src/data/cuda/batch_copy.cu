@@ -23,7 +23,6 @@ struct BatchUploader::State {
   struct Slot {
     std::vector<float*> host;   // pinned staging buffers, one per top
     std::vector<bool> pinned;   // for HostFree
-    std::vector<Blob*> device;  // the layer's scratch blobs, one per top
     cuda::Event copied;         // copy stream: host → device slot done (Stage waits for it on the host)
     cuda::Event consumed;       // compute stream: device slot → top done (the next copy into the slot waits)
     bool copying = false;       // `copied` recorded and not yet waited for on the host
@@ -33,19 +32,18 @@ struct BatchUploader::State {
   bool staged = false;  // Stage() handed out slots[next] since the last Upload
 };
 
-BatchUploader::BatchUploader(Context& ctx, const std::vector<int64_t>& floats,
-                             const std::function<Blob*()>& add_scratch) {
+std::shared_ptr<BatchUploader::State> BatchUploader::StartCopies(Context& ctx, const std::vector<int64_t>& floats) {
   CORTADO_CUDA_CHECK(cudaSetDevice(cuda::Resources(ctx).device));  // the events belong to the context's GPU
-  state_ = std::make_unique<State>(ctx);
-  state_->floats = floats;
-  for (State::Slot& slot : state_->slots) {
+  auto state = std::make_shared<State>(ctx);
+  state->floats = floats;
+  for (State::Slot& slot : state->slots) {
     for (int64_t n : floats) {
       bool pinned = false;
       slot.host.push_back(static_cast<float*>(HostAllocate(std::max<int64_t>(n, 1) * sizeof(float), &pinned)));
       slot.pinned.push_back(pinned);
-      slot.device.push_back(add_scratch());
     }
   }
+  return state;
 }
 
 BatchUploader::State::~State() {
@@ -57,15 +55,8 @@ BatchUploader::State::~State() {
 
 BatchUploader::~BatchUploader() = default;
 
-void BatchUploader::Reshape(const BlobVec& top) {
-  CHECK_EQ(top.size(), state_->floats.size()) << "BatchUploader: one staging buffer per top";
-  for (size_t i = 0; i < top.size(); ++i) {
-    CHECK_EQ(top[i]->count(), state_->floats[i]) << "BatchUploader: top " << i << " holds a batch of another size";
-    for (State::Slot& slot : state_->slots) slot.device[i]->ReshapeLike(*top[i]);
-  }
-}
-
 const std::vector<float*>& BatchUploader::Stage() {
+  CHECK(state_) << "BatchUploader: Stage on a plan-only context";
   State::Slot& slot = state_->slots[state_->next];
   if (slot.copying) {  // the copy queued kSlots Forwards ago still reads these buffers
     CORTADO_CUDA_CHECK(cudaEventSynchronize(slot.copied.get()));
@@ -76,15 +67,16 @@ const std::vector<float*>& BatchUploader::Stage() {
 }
 
 void BatchUploader::Upload(const BlobVec& top) {
-  CHECK(state_->staged) << "BatchUploader: Upload without Stage";
+  CHECK(state_ && state_->staged) << "BatchUploader: Upload without Stage";
   CHECK_EQ(top.size(), state_->floats.size()) << "BatchUploader: one staging buffer per top";
   GpuResources& gpu = cuda::Resources(state_->ctx);
   State::Slot& slot = state_->slots[state_->next];
+  const std::vector<Blob*>& device = staging_[state_->next];
   // Copy stream: once the compute stream has read the device slot's previous batch, host → device slot.
   CORTADO_CUDA_CHECK(cudaStreamWaitEvent(gpu.copy, slot.consumed.get(), 0));
   for (size_t i = 0; i < top.size(); ++i) {
     if (state_->floats[i] == 0) continue;
-    CORTADO_CUDA_CHECK(cudaMemcpyAsync(slot.device[i]->data(), slot.host[i], state_->floats[i] * sizeof(float),
+    CORTADO_CUDA_CHECK(cudaMemcpyAsync(device[i]->data(), slot.host[i], state_->floats[i] * sizeof(float),
                                        cudaMemcpyHostToDevice, gpu.copy));
   }
   CORTADO_CUDA_CHECK(cudaEventRecord(slot.copied.get(), gpu.copy));
@@ -93,7 +85,7 @@ void BatchUploader::Upload(const BlobVec& top) {
   CORTADO_CUDA_CHECK(cudaStreamWaitEvent(gpu.compute, slot.copied.get(), 0));
   for (size_t i = 0; i < top.size(); ++i) {
     if (state_->floats[i] == 0) continue;
-    CORTADO_CUDA_CHECK(cudaMemcpyAsync(top[i]->data(), slot.device[i]->data(), state_->floats[i] * sizeof(float),
+    CORTADO_CUDA_CHECK(cudaMemcpyAsync(top[i]->data(), device[i]->data(), state_->floats[i] * sizeof(float),
                                        cudaMemcpyDeviceToDevice, gpu.compute));
   }
   CORTADO_CUDA_CHECK(cudaEventRecord(slot.consumed.get(), gpu.compute));

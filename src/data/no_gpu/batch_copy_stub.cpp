@@ -1,5 +1,6 @@
 // batch_copy_stub.cpp — BatchUploader in a CPU-only build: there is no GPU to upload to (no GPU
-// context can exist here, so none is reached in practice); the interface is batch_uploader.hpp's.
+// context can exist here, so none is reached in practice; a plan for a GPU makes only the staging
+// blobs, in batch_uploader.cpp); the interface is batch_uploader.hpp's.
 #include "cortado/data/batch_uploader.hpp"
 #include "cortado/error.hpp"
 
@@ -13,9 +14,8 @@ namespace {
 }
 }  // namespace
 
-BatchUploader::BatchUploader(Context&, const std::vector<int64_t>&, const std::function<Blob*()>&) { NoGpu(); }
+std::shared_ptr<BatchUploader::State> BatchUploader::StartCopies(Context&, const std::vector<int64_t>&) { NoGpu(); }
 BatchUploader::~BatchUploader() = default;
-void BatchUploader::Reshape(const BlobVec&) { NoGpu(); }
 const std::vector<float*>& BatchUploader::Stage() { NoGpu(); }
 void BatchUploader::Upload(const BlobVec&) { NoGpu(); }
 
