@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
   return cortado::RunTool(argc, argv, usage, [](int argc, char** argv) {
     CORTADO_REQUIRE(argc == 2 || argc == 3, "expected 1 or 2 arguments, got ", argc - 1,
                     "; usage: compute_image_mean [--backend=lmdb|leveldb] DB [MEAN.binaryproto] (see --help)");
+    if (argc == 3) cortado::RequireOutputIsNotAnInput(argv[2], {argv[1], std::string(argv[1]) + "/data.mdb"});
     return Compute(argv[1], argc == 3 ? argv[2] : "");
   });
 }

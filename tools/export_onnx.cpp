@@ -68,6 +68,7 @@ int main(int argc, char** argv) {
     options.dynamic_batch = !FLAGS_fixed_batch;
     options.input_shapes = ParseInputShapes(FLAGS_input_shape);
     const std::string weights = std::string(argv[2]) == "none" ? "" : argv[2];
+    cortado::RequireOutputIsNotAnInput(argv[3], {argv[1], argv[2]});
     cortado::ExportOnnxFile(argv[1], weights, argv[3], options);
     LOG(INFO) << "Wrote " << argv[3];
     return 0;

@@ -20,6 +20,10 @@ int main(int argc, char** argv) {
     CORTADO_REQUIRE(argc == 4, "expected 3 arguments, got ", argc - 1,
                     "; usage: import_onnx [--batch_size=N] IN.onnx OUT.prototxt OUT.caffemodel");
     cortado::CheckFlags({{"batch_size", 1, 1 << 24}});
+    cortado::RequireOutputIsNotAnInput(argv[2], {argv[1]});
+    cortado::RequireOutputIsNotAnInput(argv[3], {argv[1]});
+    CORTADO_REQUIRE(std::string(argv[2]) != argv[3], "OUT.prototxt and OUT.caffemodel are both ", argv[2],
+                    "; give the net and its weights two paths");
     cortado::OnnxImportOptions options;
     options.batch_size = FLAGS_batch_size;
     cortado::ImportOnnxFile(argv[1], argv[2], argv[3], options);

@@ -45,6 +45,10 @@ bool FlagGiven(const std::string& name);
 // under one byte and for one past 2^63 bytes.
 uint64_t BytesFromText(const std::string& text, const std::string& flag);
 
+// Throws unless `output` names a file other than each of `inputs` (the same path, or the same file by
+// another path or a link): a tool never writes its result over what it reads.
+void RequireOutputIsNotAnInput(const std::string& output, const std::vector<std::string>& inputs);
+
 // Prints a user's mistake as RunTool does, "<tool>: error: <message>" on stderr (flushed), for a tool
 // that must do more than return 1 afterwards (a rank of mpirun's ends every rank).
 void PrintToolError(const std::string& message);

@@ -195,6 +195,15 @@ uint64_t BytesFromText(const std::string& text, const std::string& flag) {
   return static_cast<uint64_t>(bytes);
 }
 
+void RequireOutputIsNotAnInput(const std::string& output, const std::vector<std::string>& inputs) {
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    const bool same = output == input || std::filesystem::equivalent(output, input, ec);
+    CORTADO_REQUIRE(!same, "the output ", output, " is also an input (", input,
+                    "); write the result to another path, so that the input stays as it is");
+  }
+}
+
 void PrintToolError(const std::string& message) {
   std::fprintf(stderr, "%s: error: %s\n", g_tool_name.c_str(), message.c_str());
   std::fflush(stderr);

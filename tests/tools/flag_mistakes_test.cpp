@@ -98,6 +98,25 @@ TEST(FlagMistakes, OtherToolsFollowTheSameRule) {
             "--seed=-1 is out of range (0 to 4294967295)");
 }
 
+// export_onnx NET none NET wrote the ONNX model over the prototxt it read.
+TEST(FlagMistakes, ToolsDoNotWriteOverTheirInputs) {
+  Workspace ws(TinyNet());
+  const std::string net = ReadFile(ws.net);
+  EXPECT_EQ(ToolError("export_onnx", ws.net + " none " + ws.net),
+            "the output " + ws.net + " is also an input (" + ws.net +
+                "); write the result to another path, so that the input stays as it is");
+  const std::string link = ws.dir + "/link.prototxt";
+  fs::create_symlink(ws.net, link);
+  EXPECT_TRUE(Has(ToolError("export_onnx", ws.net + " none " + link), "is also an input"));
+  EXPECT_EQ(ReadFile(ws.net), net);
+  WriteFile(ws.dir + "/model.onnx", "not read");
+  EXPECT_TRUE(Has(ToolError("import_onnx", ws.dir + "/model.onnx " + ws.dir + "/model.onnx " + ws.dir + "/w"),
+                  "is also an input"));
+  EXPECT_EQ(ToolError("import_onnx", ws.dir + "/model.onnx " + ws.dir + "/n " + ws.dir + "/n"),
+            "OUT.prototxt and OUT.caffemodel are both " + ws.dir + "/n; give the net and its weights two paths");
+  EXPECT_EQ(ReadFile(ws.dir + "/model.onnx"), "not read");
+}
+
 // HDF5Output replaced whatever was at file_name: the list file of an HDF5Data layer, say. An HDF5 file
 // there (an earlier run's output) is still replaced.
 TEST(FlagMistakes, Hdf5OutputDoesNotReplaceAFileThatIsNotHdf5) {
