@@ -3,6 +3,7 @@
 #include <glog/logging.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 #include "cortado/error.hpp"
@@ -164,8 +165,11 @@ int Net::CopyTrainedLayersFrom(const NetParameter& trained) {
 
 NetParameter Net::ReadTrainedNet(const std::string& caffemodel_path) {
   const std::string& path = caffemodel_path;
+  std::error_code ec;
   for (const std::string end : {".solverstate", ".solverstate.h5"})
-    CORTADO_REQUIRE(path.size() < end.size() || path.compare(path.size() - end.size(), end.size(), end) != 0, path,
+    CORTADO_REQUIRE(!std::filesystem::is_regular_file(path, ec) || path.size() < end.size() ||
+                        path.compare(path.size() - end.size(), end.size(), end) != 0,
+                    path,
                     " is a solver state, not weights: resume from it (trainer --snapshot, solver.restore); the "
                     "weights are in the .caffemodel written with it");
   NetParameter trained;

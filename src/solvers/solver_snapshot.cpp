@@ -161,18 +161,18 @@ SolverParameter Solver::ResolvedParameter() const {
 // error may go on from where it stood.
 void Solver::Restore(const std::string& path) {
   ctx_.Synchronize();  // nothing queued on a GPU may still write what is about to be replaced
-  const auto ends_with = [&path](const std::string& end) {
-    return path.size() >= end.size() && path.compare(path.size() - end.size(), end.size(), end) == 0;
-  };
-  CORTADO_REQUIRE(!ends_with(".caffemodel") && !ends_with(".caffemodel.h5"), path, " is a weights file, not a "
-                  "solver state: resume from the .solverstate written with it, or fine-tune from it as weights "
-                  "(trainer --weights, net.copy_from)");
   SolverState state;
   if (IsHdf5Path(path)) {
     state = ReadSolverStateFromHdf5(path);
   } else {
     ReadProtoFromBinaryFile(path, &state);
   }
+  const auto ends_with = [&path](const std::string& end) {
+    return path.size() >= end.size() && path.compare(path.size() - end.size(), end.size(), end) == 0;
+  };
+  CORTADO_REQUIRE(!ends_with(".caffemodel") && !ends_with(".caffemodel.h5"), path, " is a weights file, not a "
+                  "solver state: resume from the .solverstate written with it, or fine-tune from it as weights "
+                  "(trainer --weights, net.copy_from)");
   // Another message read as a SolverState keeps its fields as unknown ones (a .caffemodel's name, layers).
   CORTADO_REQUIRE(state.history_size() > 0 || state.has_learned_net() ||
                       state.GetReflection()->GetUnknownFields(state).empty(),

@@ -120,14 +120,29 @@ TEST(HDF5Output, AnotherProcessCanReadTheOpenFile) {
   EXPECT_NE(text.find("{4/Inf, 1, 1, 1}"), std::string::npos) << text;
 }
 
-TEST(HDF5Output, SetupCreatesTheFileTruncatingAnOldOne) {
+// An earlier run's HDF5 file is replaced; a file that is not HDF5 (someone's data: the list file of an
+// HDF5Data layer, say) is refused and left as it was.
+TEST(HDF5Output, SetupReplacesAnEarlierHdf5FileButNoOtherFile) {
   SKIP_WITHOUT_HDF5();
   const std::string file = TempDir() + "/out.h5";
-  WriteFile(file, "not an HDF5 file, and longer than nothing");
+  {
+    Hdf5RowWriter earlier(file);
+    const float row[2] = {1, 2};
+    earlier.Append("old", {1, 2}, row);
+  }
+  ASSERT_NO_THROW(ReadHdf5Datasets(file, {"old"}));
   LayerFixture f(LayerText(file), {{1, 2}, {1}}, 0);
-  EXPECT_NO_THROW(ReadHdf5Datasets(file, {}));  // an HDF5 file now
+  EXPECT_NO_THROW(ReadHdf5Datasets(file, {}));  // an HDF5 file, new
+  const std::string old = ErrorOf([&] { ReadHdf5Datasets(file, {"old"}); });
+  EXPECT_NE(old.find("/old"), std::string::npos) << "the earlier file's dataset is gone: " << old;
   const std::string missing = ErrorOf([&] { ReadHdf5Datasets(file, {"data"}); });
   EXPECT_NE(missing.find("/data"), std::string::npos) << "no forward yet, so no dataset: " << missing;
+
+  const std::string list = TempDir() + "/train_h5.txt";
+  WriteFile(list, "data/part1.h5\n");
+  const std::string refused = ErrorOf([&] { LayerFixture g(LayerText(list), {{1, 2}, {1}}, 0); });
+  EXPECT_NE(refused.find("it exists and is not an HDF5 file, so it is not replaced"), std::string::npos) << refused;
+  EXPECT_EQ(ReadFile(list), "data/part1.h5\n");
 }
 
 TEST(HDF5Output, RunsInsideANet) {

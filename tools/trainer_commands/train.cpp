@@ -242,6 +242,7 @@ int Train(cortado::Ranks* ranks) {
   }
   cortado::PrintToolError((ranks.rank() > 0 ? "rank " + std::to_string(ranks.rank()) + ": " : "") + message);
   ranks.Abort();
+  std::_Exit(1);  // Abort ends every rank (MPI_Abort) and does not come back here
 }
 
 }  // namespace
