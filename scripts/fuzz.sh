@@ -33,7 +33,7 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 cd "$REPO_ROOT"
 
-SANITIZER_TESTS='^(FuzzReplay|Mistakes|BadInput|FaultGuard|FaultGuardDeathTest|ChildProcess|EncodedImage|Lmdb|Leveldb|Prototxt|Upgrade|Hdf5|OnnxTools|Transformer|ConvertMnistData|ConvertImageset|ComputeImageMean|ExtractFeatures|ImageData|DataLayer|Net|Solver|Resume|TrainerCli)\.'
+SANITIZER_TESTS='^(FuzzReplay|Mistakes|BadInput|FaultGuard|FaultGuardDeathTest|ChildProcess|EncodedImage|Lmdb|Leveldb|Prototxt|Upgrade|Hdf5|OnnxTools|Transformer|ConvertMnistData|ConvertImageset|ComputeImageMean|ExtractFeatures|ImageData|DataLayer|Net|Solver|Resume|TrainerCli|FlagMistakes)\.'
 
 runs=0 seed=1 seconds=0 jobs=$JOBS run_tests=1 make_seeds=0 only=()
 number() {  # number OPTION VALUE: VALUE if it is a whole number
