@@ -13,7 +13,7 @@ else:
     from . import _cortado
 
 from ._cortado import (Blob, CortadoError, Layer, has_gpu, has_nccl, has_onnx, init_log, layer_type_list,
-                       set_device, set_mode_cpu, set_mode_gpu, set_random_seed)
+                       set_device, set_mode_cpu, set_mode_gpu, set_random_seed, solver_count, solver_rank)
 from .pycaffe import (AdaDeltaSolver, AdaGradSolver, AdamSolver, Net, NesterovSolver, RMSPropSolver,
                       SGDSolver, Solver, get_solver)
 from .proto.caffe_pb2 import TEST, TRAIN

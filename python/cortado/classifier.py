@@ -15,6 +15,10 @@ def _input_transformer(net, mean=None, input_scale=None, raw_scale=None,
     images: the transpose is (2, 0, 1) and each option that is not None is
     passed to its setter (set_mean, set_input_scale, set_raw_scale,
     set_channel_swap, in that order).  Shared by Classifier and Detector."""
+    if not net.inputs:
+        raise ValueError('{} takes a deploy net, whose first input (an '
+                         'Input layer) receives the images; this net has no '
+                         'input'.format(type(net).__name__))
     name = net.inputs[0]
     transformer = _io.Transformer({name: net.blobs[name].data.shape})
     transformer.set_transpose(name, (2, 0, 1))
@@ -25,6 +29,18 @@ def _input_transformer(net, mean=None, input_scale=None, raw_scale=None,
         if value is not None:
             setter(name, value)
     return transformer
+
+
+def _check_images(images, what):
+    """A non-empty sequence of (H x W x K) images with one K."""
+    if len(images) == 0:
+        raise ValueError('{}: no images given'.format(what))
+    for n, image in enumerate(images):
+        if (np.ndim(image) != 3 or
+                np.shape(image)[2] != np.shape(images[0])[2]):
+            raise ValueError('{}: image {} has shape {}; images are (H x W x '
+                             'K) arrays with one K (load_image gives them)'
+                             .format(what, n, np.shape(image)))
 
 
 def _forward_images(net, images):
@@ -68,6 +84,10 @@ class Classifier(cortado.Net):
         # means "resize straight to it"
         self.crop_dims = np.array(self.blobs[self.inputs[0]].data.shape[2:])
         use_input_size = image_dims is None or len(image_dims) == 0
+        if not use_input_size and (len(image_dims) != 2 or
+                                   min(image_dims) <= 0):
+            raise ValueError('Classifier: image_dims must be (height, width), '
+                             'both positive, not {}'.format(tuple(image_dims)))
         self.image_dims = self.crop_dims if use_input_size else image_dims
 
     def predict(self, inputs, oversample=True):
@@ -86,6 +106,7 @@ class Classifier(cortado.Net):
         (N x C) ndarray: row n holds the probabilities of the C classes for
             image n.
         """
+        _check_images(inputs, 'predict')
         height, width = self.image_dims[0], self.image_dims[1]
         scaled = np.zeros((len(inputs), height, width, inputs[0].shape[2]),
                           dtype=np.float32)

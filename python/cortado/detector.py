@@ -54,6 +54,19 @@ def _context_layout(window, image_hw, side, context_pad):
     return source, offset, size
 
 
+def _check_window(window, image_shape, filename):
+    """A window (ymin, xmin, ymax, xmax) that covers part of its image."""
+    height, width = image_shape[:2]
+    if np.size(window) == 4:
+        y0, x0, y1, x1 = np.ravel(window)
+        if y0 < y1 and x0 < x1 and 0 < y1 and 0 < x1 and \
+                y0 < height and x0 < width:
+            return
+    raise ValueError('detect_windows: window %r of %r is not (ymin, xmin, '
+                     'ymax, xmax) with ymin < ymax and xmin < xmax inside its '
+                     '%d x %d image' % (window, filename, height, width))
+
+
 class Detector(cortado.Net):
     """A Net, loaded in the TEST phase, that classifies windows of images:
     each window is cut out (with context if ``context_pad`` is set), warped
@@ -100,6 +113,7 @@ class Detector(cortado.Net):
         for filename, windows in images_windows:
             image = _io.load_image(filename).astype(np.float32)
             for window in windows:
+                _check_window(window, image.shape, filename)
                 jobs.append((filename, window))
                 crops.append(self.crop(image, window))
         if not crops:

@@ -26,6 +26,7 @@ Arguments shared by the drawing functions:
   False).
 """
 
+import errno
 import os
 
 import pydot
@@ -65,6 +66,22 @@ _NO_LABEL = '""'
 
 # Formats that need no graphviz run.
 _RAW_FORMATS = ('raw',)
+
+_RANKDIRS = ('LR', 'RL', 'TB', 'BT')
+
+
+def _check_arguments(caffe_net, rankdir):
+    """A NetParameter (not a cortado.Net or a file name; from any module
+    generated from the schema) and one of graphviz's four directions."""
+    descriptor = getattr(caffe_net, 'DESCRIPTOR', None)
+    if getattr(descriptor, 'name', None) != 'NetParameter':
+        raise TypeError('the net to draw must be a NetParameter '
+                        '(text_format.Parse(open(prototxt).read(), '
+                        'caffe_pb2.NetParameter())), not %s'
+                        % type(caffe_net).__name__)
+    if rankdir not in _RANKDIRS:
+        raise ValueError('Unknown rankdir %r (use one of %s)'
+                         % (rankdir, ', '.join(_RANKDIRS)))
 
 
 def _escape(text, record=False):
@@ -245,6 +262,7 @@ def get_pydot_graph(caffe_net, rankdir, label_edges=True, phase=None,
     ``label_edges`` is False.  ``rankdir``, ``phase`` and ``display_lrm``
     are described in the module docstring.
     """
+    _check_arguments(caffe_net, rankdir)
     graph = pydot.Dot(_node_id(caffe_net.name or 'Net'),
                       graph_type='digraph', rankdir=rankdir)
     # Each node once, in order of first appearance (a blob seen again only
@@ -308,13 +326,25 @@ def draw_net_to_file(caffe_net, filename, rankdir='LR', phase=None,
 
     Raises ValueError when ``filename`` has no extension or an unknown one,
     and the errors of draw_net; the file is written only once the image is
-    rendered, so a failure leaves none behind.
+    rendered, through a temporary file renamed over ``filename``, so a
+    failure leaves no file behind and an existing one as it was.
     """
     extension = os.path.splitext(filename)[1]
     if not extension:
         raise ValueError('Output file name %r has no extension naming the '
                          'image format (e.g. .png, .svg, .pdf, .raw)'
                          % filename)
+    directory = os.path.dirname(filename) or os.curdir
+    if not os.path.isdir(directory):
+        raise FileNotFoundError(errno.ENOENT, 'No such directory %r to write'
+                                % directory, filename)
     image = draw_net(caffe_net, rankdir, extension[1:], phase, display_lrm)
-    with open(filename, 'wb') as out:
-        out.write(image)
+    temporary = '%s.tmp-%d' % (filename, os.getpid())
+    try:
+        with open(temporary, 'wb') as out:
+            out.write(image)
+        os.replace(temporary, filename)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise

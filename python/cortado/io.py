@@ -8,6 +8,10 @@ conditions so that scripts written for ``caffe.io`` run unchanged with
 """
 
 import collections
+import collections.abc
+import errno
+import numbers
+import os
 
 import numpy as np
 import skimage
@@ -16,6 +20,7 @@ from scipy.ndimage import zoom
 from skimage.transform import resize
 
 from cortado.proto import caffe_pb2
+from cortado._names import require
 
 __all__ = [
     'blobproto_to_array', 'array_to_blobproto',
@@ -40,11 +45,25 @@ def blobproto_to_array(blob, return_diff=False):
     shaped (num, channels, height, width); otherwise ``blob.shape.dim`` gives
     the N-d shape.
     """
+    if not isinstance(blob, caffe_pb2.BlobProto):
+        raise TypeError('blobproto_to_array takes a BlobProto, not %s'
+                        % type(blob).__name__)
     if any(blob.HasField(field) for field in _LEGACY_BLOB_DIMS):
         shape = tuple(getattr(blob, field) for field in _LEGACY_BLOB_DIMS)
     else:
         shape = tuple(blob.shape.dim)
-    return np.array(blob.diff if return_diff else blob.data).reshape(shape)
+    values = np.array(blob.diff if return_diff else blob.data)
+    return _reshaped(values, shape, 'blobproto_to_array: the blob\'s %s'
+                     % ('diff' if return_diff else 'data'))
+
+
+def _reshaped(values, shape, what):
+    """``values`` in ``shape``; a ValueError naming ``what`` when the
+    numbers of values differ."""
+    if values.size != int(np.prod(shape)):
+        raise ValueError('%s holds %d values, but its shape %s needs %d'
+                         % (what, values.size, shape, int(np.prod(shape))))
+    return values.reshape(shape)
 
 
 def array_to_blobproto(arr, diff=None):
@@ -95,7 +114,11 @@ def array_to_datum(arr, label=None):
     else:
         datum.data = np.ascontiguousarray(arr).tobytes()
     if label is not None:
-        datum.label = int(label)
+        try:
+            datum.label = int(label)
+        except (TypeError, ValueError):
+            raise TypeError('array_to_datum: label must be an integer, not %r'
+                            % (label,))
     return datum
 
 
@@ -105,9 +128,10 @@ def datum_to_array(datum):
     (read ``datum.label``)."""
     shape = (datum.channels, datum.height, datum.width)
     if not datum.data:
-        return np.array(datum.float_data, dtype=float).reshape(shape)
+        return _reshaped(np.array(datum.float_data, dtype=float), shape,
+                         'datum_to_array: the Datum\'s float_data')
     raw = np.frombuffer(datum.data, dtype=np.uint8)
-    return raw.reshape(shape).copy()
+    return _reshaped(raw, shape, 'datum_to_array: the Datum\'s data').copy()
 
 
 # ===========================================================================
@@ -134,6 +158,10 @@ class Transformer:
     """
 
     def __init__(self, inputs):
+        if not isinstance(inputs, collections.abc.Mapping):
+            raise TypeError('Transformer takes {{input name: blob shape}}, '
+                            'e.g. {{"data": net.blobs["data"].data.shape}}, '
+                            'not {}'.format(type(inputs).__name__))
         self.inputs = inputs
         self.transpose = {}
         self.channel_swap = {}
@@ -142,9 +170,7 @@ class Transformer:
         self.input_scale = {}
 
     def _require_known(self, name):
-        if name not in self.inputs:
-            raise Exception('{} is not one of the net inputs: {}'.format(
-                name, self.inputs))
+        require('Transformer', 'input', name, self.inputs)
 
     def _settings(self, name):
         self._require_known(name)
@@ -169,17 +195,41 @@ class Transformer:
 
         Returns
         -------
-        (K x H x W) float32 ndarray, one item of the input blob
+        (K x H x W) float32 ndarray, one item of the input blob; with a
+        transpose, channel swap or mean set, a ValueError when ``data`` does
+        not give one (not an image, the wrong number of channels)
         """
         cfg = self._settings(in_)
         blob_hw = tuple(self.inputs[in_][2:])
         out = np.array(data, dtype=np.float32)
+        # With a transpose, channel swap or mean the result is a (K x H x W)
+        # item of the blob; without any, a cast (and resize) as in pycaffe.
+        to_item = any(step is not None for step in
+                      (cfg.transpose, cfg.channel_swap, cfg.mean))
+        if to_item and out.ndim != 3:
+            raise ValueError('preprocess: input {} takes (H x W x K) images, '
+                             'not an array of shape {}'.format(in_, out.shape))
         if tuple(out.shape[:2]) != blob_hw:
             out = resize_image(out, blob_hw)
         if cfg.transpose is not None:
             out = out.transpose(cfg.transpose)
         if cfg.channel_swap is not None:
+            if max(cfg.channel_swap) >= out.shape[0]:
+                raise ValueError('preprocess: input {}: the image of shape {} '
+                                 'has {} channels; channel swap {} reads '
+                                 'more'.format(in_, np.shape(data),
+                                               out.shape[0],
+                                               tuple(cfg.channel_swap)))
             out = out[list(cfg.channel_swap), :, :]
+        item_shape = tuple(self.inputs[in_][1:])
+        if to_item and out.shape != item_shape:
+            hint = '' if cfg.transpose is not None else (
+                ' (set_transpose({!r}, (2, 0, 1)) for H x W x K images)'
+                .format(in_))
+            raise ValueError('preprocess: input {} takes items of shape {}; '
+                             'the image of shape {} gives {}{}'.format(
+                                 in_, item_shape, np.shape(data), out.shape,
+                                 hint))
         # The arithmetic is done in place so that the blob stays float32
         # whatever the dtype of the configured values.
         if cfg.raw_scale is not None:
@@ -221,9 +271,13 @@ class Transformer:
         self._require_known(in_)
         n_axes = len(self.inputs[in_]) - 1
         if len(order) != n_axes:
-            raise Exception('Transpose order has {} entries but input {} '
-                            'has {} axes per item.'.format(len(order), in_,
-                                                           n_axes))
+            raise ValueError('Transpose order has {} entries but input {} '
+                             'has {} axes per item.'.format(len(order), in_,
+                                                            n_axes))
+        if sorted(order) != list(range(n_axes)):
+            raise ValueError('Transpose order {} for input {} is not an '
+                             'order of the axes {}.'.format(
+                                 tuple(order), in_, tuple(range(n_axes))))
         self.transpose[in_] = order
 
     def set_channel_swap(self, in_, order):
@@ -239,9 +293,14 @@ class Transformer:
         self._require_known(in_)
         n_channels = self.inputs[in_][1]
         if len(order) != n_channels:
-            raise Exception('Channel swap has {} entries but input {} has '
-                            '{} channels.'.format(len(order), in_,
-                                                  n_channels))
+            raise ValueError('Channel swap has {} entries but input {} has '
+                             '{} channels.'.format(len(order), in_,
+                                                   n_channels))
+        if not all(isinstance(c, numbers.Integral) and 0 <= c < n_channels
+                   for c in order):
+            raise ValueError('Channel swap {} for input {} names a channel '
+                             'that is not one of 0..{}.'.format(
+                                 tuple(order), in_, n_channels - 1))
         self.channel_swap[in_] = order
 
     def set_raw_scale(self, in_, scale):
@@ -256,7 +315,7 @@ class Transformer:
         scale : the factor
         """
         self._require_known(in_)
-        self.raw_scale[in_] = scale
+        self.raw_scale[in_] = _scale(scale, 'set_raw_scale', in_)
 
     def set_mean(self, in_, mean):
         """Record the mean subtracted from input ``in_`` (after the raw
@@ -271,6 +330,7 @@ class Transformer:
         """
         self._require_known(in_)
         item_shape = tuple(self.inputs[in_][1:])
+        mean = np.asarray(mean)
         if mean.ndim == 1:
             if mean.shape[0] != item_shape[0]:
                 raise ValueError('Mean channels incompatible with input: {} '
@@ -299,7 +359,16 @@ class Transformer:
         scale : the factor
         """
         self._require_known(in_)
-        self.input_scale[in_] = scale
+        self.input_scale[in_] = _scale(scale, 'set_input_scale', in_)
+
+
+def _scale(scale, what, in_):
+    """A scale factor: a number (or an array of numbers broadcast over the
+    item)."""
+    if not np.issubdtype(np.asarray(scale).dtype, np.number):
+        raise TypeError('{}: the scale for input {} must be a number, not '
+                        '{!r}'.format(what, in_, scale))
+    return scale
 
 
 # ===========================================================================
@@ -322,7 +391,16 @@ def load_image(filename, color=True):
     image : float32 ndarray, (H x W x 3) for color, (H x W x 1) for
         intensity.  An alpha channel is dropped.
     """
-    pixels = skimage.io.imread(filename, as_gray=not color)
+    if os.path.isdir(filename):
+        raise IsADirectoryError(errno.EISDIR, 'load_image: a directory, not '
+                                'an image file', filename)
+    try:
+        pixels = skimage.io.imread(filename, as_gray=not color)
+    except FileNotFoundError:
+        raise
+    except (OSError, ValueError) as e:
+        raise ValueError('load_image: {!r} is not an image file that can be '
+                         'read ({})'.format(filename, e)) from None
     img = skimage.img_as_float(pixels).astype(np.float32)
     if img.ndim == 2:
         img = img[:, :, np.newaxis]
@@ -346,6 +424,12 @@ def resize_image(im, new_dims, interp_order=1):
     -------
     float32 ndarray of shape (new_dims[0], new_dims[1], K)
     """
+    if np.ndim(im) != 3:
+        raise ValueError('resize_image: the image must be (H x W x K), not '
+                         'an array of shape {}'.format(np.shape(im)))
+    if len(new_dims) != 2 or min(new_dims) <= 0:
+        raise ValueError('resize_image: new_dims must be (height, width), '
+                         'both positive, not {}'.format(tuple(new_dims)))
     n_channels = im.shape[-1]
     if n_channels not in (1, 3):
         # skimage's resize is only used for 1 or 3 channels; other channel
@@ -391,9 +475,19 @@ def oversample(images, crop_dims):
         rows 10n..10n+9 in the order top-left, top-right, bottom-left,
         bottom-right, center, and then their mirrors in the same order.
     """
+    if len(images) == 0:
+        raise ValueError('oversample: no images given')
+    shapes = {np.shape(image) for image in images}
+    if len(shapes) > 1 or np.ndim(images[0]) != 3:
+        raise ValueError('oversample: the images must be (H x W x K) arrays '
+                         'of one shape, not of shapes {}'.format(
+                             sorted(shapes)))
     height, width = images[0].shape[:2]
     n_channels = images[0].shape[-1]
     crop_h, crop_w = int(crop_dims[0]), int(crop_dims[1])
+    if not (0 < crop_h <= height and 0 < crop_w <= width):
+        raise ValueError('oversample: crops of {} x {} do not fit in images '
+                         'of {} x {}'.format(crop_h, crop_w, height, width))
     bottom, right = height - crop_h, width - crop_w
     top_lefts = [(0, 0), (0, right), (bottom, 0), (bottom, right),
                  _centered_box((height, width), (crop_h, crop_w))[:2]]

@@ -135,7 +135,11 @@ def _fill_message(msg, fields):
 
 def _extend_repeated(container, field, where, items):
     if not _is_message_field(field):
-        container.extend([_enum_value(field, where, item) for item in items])
+        values = [_enum_value(field, where, item) for item in items]
+        try:
+            container.extend(values)
+        except (TypeError, ValueError) as e:
+            raise TypeError('%s: %s' % (where, e)) from None
         return
     for item in items:
         if isinstance(item, dict):
@@ -182,7 +186,11 @@ def assign_proto(proto, name, val):
     elif _is_message_field(field) and isinstance(val, _pb_message.Message):
         getattr(proto, name).CopyFrom(val)
     else:
-        setattr(proto, name, _enum_value(field, where, val))
+        value = _enum_value(field, where, val)
+        try:
+            setattr(proto, name, value)
+        except (TypeError, ValueError) as e:
+            raise type(e)('%s: %s' % (where, e)) from None
 
 
 def _apply_layer_keyword(layer, type_name, key, value):
@@ -254,6 +262,10 @@ class Function(object):
         # ntop and in_place shape the spec; they are not LayerParameter
         # fields, so they leave the settings here.
         self.ntop = params.pop('ntop', 1)
+        if not isinstance(self.ntop, int) or isinstance(self.ntop, bool) \
+                or self.ntop < 0:
+            raise ValueError('%s layer: ntop must be a number of outputs (0 '
+                             'or more), not %r' % (type_name, self.ntop))
         self.in_place = params.pop('in_place', False)
         self.params = params
         self.tops = tuple(Top(self, n) for n in range(self.ntop))

@@ -10,6 +10,8 @@
 Both raise cortado.CortadoError with one line naming the layer or node that cannot be converted, and
 write nothing then.
 """
+import numbers
+
 from ._cortado import has_onnx, _export_onnx, _import_onnx
 
 __all__ = ['export', 'import_model', 'has_onnx']
@@ -20,7 +22,13 @@ def _shape_list(input_shapes):
     if not input_shapes:
         return []
     items = input_shapes.items() if hasattr(input_shapes, 'items') else input_shapes
-    return [(str(name), [int(d) for d in shape]) for name, shape in items]
+    shapes = []
+    for name, shape in items:
+        if isinstance(shape, str) or not all(isinstance(d, numbers.Integral) and d > 0 for d in shape):
+            raise ValueError('export: input_shapes[%r] must be a shape of positive integers, not %r'
+                             % (name, shape))
+        shapes.append((str(name), [int(d) for d in shape]))
+    return shapes
 
 
 def export(net_file, weights_file, onnx_file, dynamic_batch=True, input_shapes=None):
@@ -31,8 +39,7 @@ def export(net_file, weights_file, onnx_file, dynamic_batch=True, input_shapes=N
     input_shapes: shapes of data layers' tops, {'data': (N, C, H, W)}, for a training net whose data
     cannot be read here (by default the data layer reads one record to learn them).
     """
-    _export_onnx(str(net_file), '' if weights_file is None else str(weights_file), str(onnx_file),
-                 bool(dynamic_batch), _shape_list(input_shapes))
+    _export_onnx(net_file, weights_file, onnx_file, bool(dynamic_batch), _shape_list(input_shapes))
 
 
 def import_model(onnx_file, net_file, weights_file, batch_size=1):
@@ -41,4 +48,4 @@ def import_model(onnx_file, net_file, weights_file, batch_size=1):
 
     batch_size: the Input layers' batch size where the model's batch axis is symbolic.
     """
-    _import_onnx(str(onnx_file), str(net_file), str(weights_file), int(batch_size))
+    _import_onnx(onnx_file, net_file, weights_file, batch_size)

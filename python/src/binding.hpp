@@ -13,6 +13,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <climits>
 #include <map>
 #include <memory>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "cortado/blob.hpp"
 #include "cortado/context.hpp"
+#include "cortado/error.hpp"
 #include "cortado/net.hpp"
 
 namespace cortado::python {
@@ -33,6 +35,29 @@ struct Session {
   int64_t seed = -1;  // -1: drawn from the clock
 };
 Session& session();
+
+// ---- arguments from Python (arguments.cpp) ---------------------------------------------------------
+// A script's mistake in an argument is found before anything changes and raised as the Python
+// exception a script expects (Raise<py::value_error>, py::type_error, py::key_error, py::index_error),
+// one line naming the argument and what it got.
+template <typename Exception, typename... Parts>
+[[noreturn]] void Raise(const Parts&... parts) {
+  std::ostringstream out;
+  detail::AppendAll(out, parts...);
+  throw Exception(out.str());
+}
+std::string Repr(py::handle value);
+// An integer (int, numpy integer: anything with __index__; not a float or a str) from low to high;
+// `expected` replaces "an integer from low to high" in the message.
+int IntArg(py::handle value, const std::string& what, int64_t low, int64_t high = INT_MAX,
+           const std::string& expected = "");
+// A shape: dimensions as separate integers or one sequence of them, each from 0 up.
+std::vector<int> ShapeArg(const py::args& dims, const std::string& what);
+// Whether `value` is a file path (str, bytes or os.PathLike), and the path.
+bool IsPath(py::handle value);
+std::string PathArg(py::handle value, const std::string& what);
+// Names as a list of str (None: none; a lone str is refused, as it would be read letter by letter).
+std::vector<std::string> NamesArg(py::handle value, const std::string& what);
 
 // ---- host mirrors of GPU memory ---------------------------------------------------------------------
 struct Mirror {
@@ -93,22 +118,25 @@ class OwnNet : public NetOwner {
   void ShareWith(NetOwner& other, std::shared_ptr<void> other_keepalive);
 
  private:
+  struct ResizedInput {  // an input given a new shape, beyond its memory
+    std::string name;
+    std::vector<int> shape;
+  };
   struct Instance {
     std::shared_ptr<Context> ctx;
     std::shared_ptr<void> params_keepalive;  // another net's, after share_with
     std::shared_ptr<Net> params;             // the net holding the parameters
     std::shared_ptr<Net> net;                // destroyed first
   };
-  // Builds the net again with the current input shapes, sharing the parameters of `params`.
-  void Rebuild(Net* params, std::shared_ptr<void> params_keepalive);
-  void CopyIfSameShape(const std::string& blob, const Net& from, Net& to);
+  // Builds the net again with the current input shapes (`resized`'s new), sharing the parameters of
+  // `params`.
+  void Rebuild(Net* params, std::shared_ptr<void> params_keepalive, const ResizedInput& resized);
+  void CopyIfSameShape(const std::string& blob, const Net& from, Net& to, const ResizedInput& resized);
 
   NetParameter param_;
   std::string source_;
   std::shared_ptr<Instance> instance_;
   HostMirrors mirrors_;
-  std::string pending_name_;  // an input reshaped beyond its memory, and its shape
-  std::vector<int> pending_shape_;
 };
 
 // ---- wrappers ---------------------------------------------------------------------------------------

@@ -51,6 +51,11 @@ py::array ArrayOver(const Blob& blob, float* values, py::object base, bool write
   return array;
 }
 
+// blob.data = x would only rebind the name; the values are written into the array the blob has.
+[[noreturn]] void RefuseReplacing(const char* field) {
+  Raise<py::attribute_error>("Blob.", field, " cannot be replaced; write into it: blob.", field, "[...] = values");
+}
+
 py::object Holding(std::shared_ptr<void> keepalive) {
   return py::capsule(new std::shared_ptr<void>(std::move(keepalive)),
                      [](void* p) { delete static_cast<std::shared_ptr<void>*>(p); });
@@ -89,7 +94,6 @@ py::array PyBlob::Values(py::object self, bool diff) const {
 }
 
 void PyBlob::Reshape(const std::vector<int>& shape) {
-  for (int d : shape) CORTADO_REQUIRE(d >= 0, "reshape: dimension ", d, " is negative");
   if (owner_ != nullptr && blob_id_ >= 0) {
     const std::vector<int> inputs = owner_->InputBlobIds();
     if (std::find(inputs.begin(), inputs.end(), blob_id_) != inputs.end()) {
@@ -114,19 +118,11 @@ void DefineBlob(py::module_& m) {
       .def_property_readonly("channels", [](const PyBlob& b) { return b.get().channels(); })
       .def_property_readonly("height", [](const PyBlob& b) { return b.get().height(); })
       .def_property_readonly("width", [](const PyBlob& b) { return b.get().width(); })
-      .def_property_readonly("data", [](py::object self) { return self.cast<const PyBlob&>().Values(self, false); })
-      .def_property_readonly("diff", [](py::object self) { return self.cast<const PyBlob&>().Values(self, true); })
-      .def("reshape", [](PyBlob& b, py::args args) {
-        std::vector<int> shape;
-        for (py::handle a : args) {
-          if (py::isinstance<py::tuple>(a) || py::isinstance<py::list>(a)) {
-            for (py::handle d : a) shape.push_back(d.cast<int>());
-          } else {
-            shape.push_back(a.cast<int>());
-          }
-        }
-        b.Reshape(shape);
-      })
+      .def_property("data", [](py::object self) { return self.cast<const PyBlob&>().Values(self, false); },
+                    [](py::object, py::object) { RefuseReplacing("data"); })
+      .def_property("diff", [](py::object self) { return self.cast<const PyBlob&>().Values(self, true); },
+                    [](py::object, py::object) { RefuseReplacing("diff"); })
+      .def("reshape", [](PyBlob& b, py::args dims) { b.Reshape(ShapeArg(dims, "reshape")); })
       .def("__repr__", [](const PyBlob& b) { return "<cortado.Blob " + b.get().shape_string() + ">"; });
 }
 

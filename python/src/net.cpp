@@ -15,7 +15,6 @@ struct PyNet {
 };
 
 NetParameter ReadNet(const std::string& path, int phase, int level, const std::vector<std::string>& stages) {
-  CORTADO_REQUIRE(phase == TRAIN || phase == TEST, "phase must be cortado.TRAIN or cortado.TEST, not ", phase);
   NetParameter param;
   ReadProtoFromTextFile(path, &param);
   // A script reads any blob after a pass (pycaffe's behaviour): every blob keeps memory of its own
@@ -37,10 +36,37 @@ PyNet MakeNet(const std::string& path, int phase, int level, const std::vector<s
   return PyNet{owner};
 }
 
+// pycaffe's two constructors, Net(network_file, phase, level=0, stages=None, weights=None) and
+// Net(network_file, weights, phase), told apart by what comes second: a phase or a path.
+PyNet NetFromArguments(py::object path, py::object phase, py::object level, py::object stages, py::object weights) {
+  if (IsPath(phase) && !level.is_none()) {
+    if (!stages.is_none() || !weights.is_none())
+      Raise<py::type_error>("Net: Net(network_file, weights, phase) takes no stages or weights= besides");
+    weights = phase, phase = level, level = py::none();
+  }
+  const std::string file = PathArg(path, "Net: network_file");
+  const int phase_value = IntArg(phase, "Net: phase", TRAIN, TEST, "cortado.TRAIN or cortado.TEST");
+  const int level_value = level.is_none() ? 0 : IntArg(level, "Net: level", INT_MIN, INT_MAX, "an integer");
+  const std::vector<std::string> stage_names = NamesArg(stages, "Net: stages");
+  const std::string weights_file = weights.is_none() ? "" : PathArg(weights, "Net: weights");
+  return MakeNet(file, phase_value, level_value, stage_names, weights_file);
+}
+
 int CheckedLayer(Net& net, int i) {
-  CORTADO_REQUIRE(i >= 0 && i < static_cast<int>(net.layers().size()), "layer index ", i, " is out of range (",
-                  net.layers().size(), " layers)");
+  if (i < 0 || i >= static_cast<int>(net.layers().size()))
+    Raise<py::index_error>("layer index ", i, " is out of range (", net.layers().size(), " layers)");
   return i;
+}
+
+PyNet& NetArg(py::handle value, const std::string& what) {
+  if (!py::isinstance<PyNet>(value)) Raise<py::type_error>(what, " must be a cortado.Net, not ", Repr(value));
+  return value.cast<PyNet&>();
+}
+
+std::string ShapeText(const py::array& array) {
+  std::string text = "(";
+  for (py::ssize_t i = 0; i < array.ndim(); ++i) text += (i ? ", " : "") + std::to_string(array.shape(i));
+  return text + (array.ndim() == 1 ? ",)" : ")");
 }
 
 }  // namespace
@@ -49,17 +75,9 @@ py::object WrapNet(std::shared_ptr<NetOwner> owner) { return py::cast(PyNet{std:
 
 void DefineNet(py::module_& m) {
   py::class_<PyNet>(m, "Net", py::dynamic_attr(), "A net built from a prototxt (pycaffe's Net)")
-      .def(py::init([](const std::string& path, int phase, int level, py::object stages, py::object weights) {
-             std::vector<std::string> names;
-             if (!stages.is_none()) names = stages.cast<std::vector<std::string>>();
-             return MakeNet(path, phase, level, names, weights.is_none() ? "" : weights.cast<std::string>());
-           }),
-           py::arg("network_file"), py::arg("phase"), py::arg("level") = 0, py::arg("stages") = py::none(),
-           py::arg("weights") = py::none())
-      .def(py::init([](const std::string& path, const std::string& weights, int phase) {
-             return MakeNet(path, phase, 0, {}, weights);
-           }),
-           py::arg("network_file"), py::arg("weights"), py::arg("phase"))
+      .def(py::init(&NetFromArguments), py::arg("network_file"), py::arg("phase"), py::arg("level") = py::none(),
+           py::arg("stages") = py::none(), py::arg("weights") = py::none(),
+           "Net(network_file, phase, level=0, stages=None, weights=None) or Net(network_file, weights, phase)")
       // ---- passes
       .def("_forward", [](PyNet& n, int start, int end) {
         Net& net = n.owner->net();
@@ -114,29 +132,34 @@ void DefineNet(py::module_& m) {
         return layers;
       })
       // ---- weights
-      .def("save", [](PyNet& n, const std::string& path) {
+      .def("save", [](PyNet& n, py::object filename) {
+        const std::string path = PathArg(filename, "save: filename");
         n.owner->BeforePass();  // what the script wrote goes into the file
         NetParameter param;
         n.owner->param_net().ToProto(&param);
         WriteProtoToBinaryFile(param, path);
       })
-      .def("copy_from", [](PyNet& n, const std::string& path) {
+      .def("copy_from", [](PyNet& n, py::object filename) {
+        const std::string path = PathArg(filename, "copy_from: filename");
         n.owner->BeforePass();
         n.owner->param_net().CopyTrainedLayersFrom(path);
         n.owner->AfterPass();
       })
-      .def("save_hdf5", [](PyNet& n, const std::string& path) {
+      .def("save_hdf5", [](PyNet& n, py::object filename) {
+        const std::string path = PathArg(filename, "save_hdf5: filename");
         n.owner->BeforePass();
         NetParameter param;
         n.owner->param_net().ToProto(&param);
         WriteNetParameterToHdf5(param, path);
       })
-      .def("load_hdf5", [](PyNet& n, const std::string& path) {
+      .def("load_hdf5", [](PyNet& n, py::object filename) {
+        const std::string path = PathArg(filename, "load_hdf5: filename");
         n.owner->BeforePass();
         n.owner->param_net().CopyTrainedLayersFrom(ReadNetParameterFromHdf5(path));
         n.owner->AfterPass();
       })
-      .def("share_with", [](PyNet& n, PyNet& other) {
+      .def("share_with", [](PyNet& n, py::object other_net) {
+        PyNet& other = NetArg(other_net, "share_with: other");
         auto* own = dynamic_cast<OwnNet*>(n.owner.get());
         CORTADO_REQUIRE(own != nullptr, "share_with: a solver's net already shares the solver's weights");
         other.owner->BeforePass();
@@ -151,9 +174,10 @@ void DefineNet(py::module_& m) {
         CORTADO_REQUIRE(data.ndim() == 4 && data.shape(1) == layer->channels() &&
                             data.shape(2) == layer->height() && data.shape(3) == layer->width(),
                         "set_input_arrays: data must be N x ", layer->channels(), " x ", layer->height(), " x ",
-                        layer->width(), " for layer ", net.layer_names()[layer_id]);
+                        layer->width(), " for layer ", net.layer_names()[layer_id], ", not ", ShapeText(data));
         CORTADO_REQUIRE(labels.ndim() >= 1 && labels.shape(0) == data.shape(0) && labels.size() == data.shape(0),
-                        "set_input_arrays: labels must hold one value per item (", data.shape(0), ")");
+                        "set_input_arrays: labels must hold one value per item (", data.shape(0), "), not ",
+                        ShapeText(labels));
         layer->Reset(data.data(), labels.data(), static_cast<int>(data.shape(0)));
       });
 }

@@ -74,21 +74,26 @@ void OwnNet::ReshapeInput(int blob_id, const std::vector<int>& shape) {
   if (net().blob_by_name(name)->shape() == shape) return;
   // The net is built again with the new input shape, at once: what a script writes into the blobs
   // next goes into the new net.
-  pending_name_ = name;
-  pending_shape_ = shape;
-  Rebuild(instance_->params.get(), instance_->params_keepalive);
+  try {
+    Rebuild(instance_->params.get(), instance_->params_keepalive, {name, shape});
+  } catch (const Error& e) {
+    std::string dims;
+    for (int d : shape) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
+    Fail("reshape: input '", name, "' to (", dims, "): ", e.what());
+  }
 }
 
 void OwnNet::ShareWith(NetOwner& other, std::shared_ptr<void> other_keepalive) {
-  Rebuild(&other.param_net(), std::move(other_keepalive));
+  Rebuild(&other.param_net(), std::move(other_keepalive), {});
 }
 
-void OwnNet::Rebuild(Net* params, std::shared_ptr<void> params_keepalive) {
+// Nothing of this net changes until the new one is built: a shape the layers refuse leaves it as it was.
+void OwnNet::Rebuild(Net* params, std::shared_ptr<void> params_keepalive, const ResizedInput& resized) {
   // The current input shapes go into the prototxt: Input layers' and legacy net inputs'.
   Net& current = net();
   auto shape_of = [&](const std::string& blob) {
     BlobShape shape;
-    const std::vector<int> dims = blob == pending_name_ ? pending_shape_ : current.blob_by_name(blob)->shape();
+    const std::vector<int> dims = blob == resized.name ? resized.shape : current.blob_by_name(blob)->shape();
     for (int d : dims) shape.add_dim(d);
     return shape;
   };
@@ -104,7 +109,6 @@ void OwnNet::Rebuild(Net* params, std::shared_ptr<void> params_keepalive) {
     for (const std::string& name : param.input()) *param.add_input_shape() = shape_of(name);
   }
   mirrors_.Upload();  // what the script wrote reaches the parameters the new net shares
-  mirrors_.Clear();
 
   auto instance = std::make_shared<Instance>();
   instance->ctx = instance_->ctx;
@@ -118,16 +122,16 @@ void OwnNet::Rebuild(Net* params, std::shared_ptr<void> params_keepalive) {
   // Inputs that keep their shape keep their values.
   for (const auto& layer : param.layer()) {
     if (layer.type() != "Input") continue;
-    for (const std::string& top : layer.top()) CopyIfSameShape(top, current, *instance->net);
+    for (const std::string& top : layer.top()) CopyIfSameShape(top, current, *instance->net, resized);
   }
-  for (const std::string& input : param.input()) CopyIfSameShape(input, current, *instance->net);
-  pending_name_.clear();
+  for (const std::string& input : param.input()) CopyIfSameShape(input, current, *instance->net, resized);
+  mirrors_.Clear();  // of the old net's memory
   param_ = param;
   instance_ = std::move(instance);
 }
 
-void OwnNet::CopyIfSameShape(const std::string& blob, const Net& from, Net& to) {
-  if (!from.has_blob(blob) || !to.has_blob(blob) || blob == pending_name_) return;
+void OwnNet::CopyIfSameShape(const std::string& blob, const Net& from, Net& to, const ResizedInput& resized) {
+  if (!from.has_blob(blob) || !to.has_blob(blob) || blob == resized.name) return;
   const Blob& source = *from.blob_by_name(blob);
   Blob& target = *to.blob_by_name(blob);
   if (source.shape() == target.shape() && source.count() > 0) target.WriteData(source.ReadData());

@@ -4,9 +4,11 @@
 // The layer imports python_param.module, instantiates python_param.layer (a subclass of
 // cortado.Layer) and calls its setup(bottom, top) once, then reshape(bottom, top) at setup and before
 // every forward(bottom, top), and backward(top, propagate_down, bottom). self.param_str, self.phase and
-// self.blobs (add_blob during setup) are there as in pycaffe. On a CPU net the Python code reads and
-// writes the blobs themselves; on a GPU net it works on host copies, which the layer moves to and from
-// the device around each call. Tops may be reshaped in forward within the size planned at setup.
+// self.blobs (self.blobs.add_blob(*shape) during setup: pycaffe.py makes self.blobs a sequence with
+// add_blob) are there as in pycaffe, and so are solver_rank() and solver_count() in data-parallel
+// training. On a CPU net the Python code reads and writes the blobs themselves; on a GPU net it works
+// on host copies, which the layer moves to and from the device around each call. Tops may be
+// reshaped in forward within the size planned at setup.
 //
 // Inside `trainer` (no Python caller) the first Python layer starts an embedded interpreter, and a
 // Python exception becomes cortado::Error; called from Python, it stays a Python exception of the same
@@ -27,6 +29,13 @@ namespace {
 bool& Embedded() {
   static bool embedded = false;
   return embedded;
+}
+
+// The context of the Python layer this thread has called into: solver_rank() and solver_count() read
+// its data-parallel rank (each rank builds its own nets, so each Python layer knows its own).
+const Context*& CallingContext() {
+  thread_local const Context* context = nullptr;
+  return context;
 }
 
 // Inside trainer: starts the interpreter, with the trainer's own build of the package on sys.path.
@@ -154,6 +163,11 @@ class PythonLayer : public Layer {
   // Runs a call into Python; a Python exception gets the layer's name.
   template <typename F>
   void Call(const char* what, F&& body) {
+    struct Calling {
+      const Context* outer = CallingContext();
+      explicit Calling(const Context* ctx) { CallingContext() = ctx; }
+      ~Calling() { CallingContext() = outer; }
+    } calling(&ctx_);
     try {
       body();
     } catch (py::error_already_set& e) {
@@ -180,7 +194,7 @@ class PythonLayer : public Layer {
   }
 
   void AddBlob(const std::vector<int>& shape) {
-    CORTADO_REQUIRE(setting_up_, Describe(), ": add_blob only during setup");
+    CORTADO_REQUIRE(setting_up_, "add_blob: only a Python layer's setup adds blobs");
     blobs_.push_back(std::make_shared<Blob>(shape));
     staged_params_.push_back(std::make_unique<HostBlob>());
     staged_params_.back()->Fit(*blobs_.back());
@@ -241,7 +255,7 @@ void DefineLayer(py::module_& m) {
                       "A layer of a net; subclass it to write a Python layer (type: \"Python\")")
       .def(py::init([](py::args, py::kwargs) { return PyLayer(); }))
       .def_property_readonly("type", [](const PyLayer& l) { return l.layer ? std::string(l.layer->type()) : "Python"; })
-      .def_property_readonly("blobs", [](const PyLayer& l) {
+      .def_property_readonly("_blobs", [](const PyLayer& l) {
         py::list list;
         if (l.python_blobs != nullptr) {
           for (auto& blob : *l.python_blobs) list.append(PyBlob::Direct(blob.get()));
@@ -256,12 +270,16 @@ void DefineLayer(py::module_& m) {
       })
       .def_property_readonly("phase", [](const PyLayer& l) { return l.layer ? static_cast<int>(l.layer->phase()) : 0; })
       .def_property_readonly("name", [](const PyLayer& l) { return l.layer ? l.layer->name() : std::string(); })
-      .def("add_blob", [](PyLayer& l, py::args args) {
+      .def("add_blob", [](PyLayer& l, py::args dims) {
         CORTADO_REQUIRE(l.add_blob != nullptr, "add_blob: only a Python layer's setup adds blobs");
-        std::vector<int> shape;
-        for (py::handle a : args) shape.push_back(a.cast<int>());
-        l.add_blob(shape);
+        l.add_blob(ShapeArg(dims, "add_blob"));
       });
+  // pycaffe's names for the data-parallel rank, for a Python data layer to read its own block of every
+  // batch (as the built-in data layers do); 0 of 1 outside data-parallel training.
+  m.def("solver_count", [] { return CallingContext() ? CallingContext()->ranks() : 1; },
+        "The number of data-parallel ranks training the net whose Python layer calls this (1 outside one)");
+  m.def("solver_rank", [] { return CallingContext() ? CallingContext()->rank() : 0; },
+        "The data-parallel rank training the net whose Python layer calls this (0 outside one)");
 }
 
 }  // namespace cortado::python

@@ -61,7 +61,10 @@ PySolver MakeSolver(const std::string& path, const std::string& type) {
 
 void DefineSolver(py::module_& m) {
   py::class_<PySolver>(m, "Solver", py::dynamic_attr(), "Trains a net as its solver prototxt says (pycaffe's Solver)")
-      .def(py::init(&MakeSolver), py::arg("filename"), py::arg("type") = "")
+      .def(py::init([](py::object filename, const std::string& type) {
+             return MakeSolver(PathArg(filename, "Solver: filename"), type);
+           }),
+           py::arg("filename"), py::arg("type") = "")
       .def_property_readonly("net", [](PySolver& s) {
         return WrapNet(std::make_shared<SolverNet>(s.holder, s.solver().net()));
       })
@@ -72,9 +75,15 @@ void DefineSolver(py::module_& m) {
       })
       .def_property_readonly("iter", [](PySolver& s) { return s.solver().iter(); })
       .def_property_readonly("type", [](PySolver& s) { return s.solver().param().type(); })
-      .def("step", [](PySolver& s, int iters) { s.Run([&] { s.solver().Step(iters); }); }, py::arg("iters"))
+      .def("step", [](PySolver& s, py::object iters) {
+             // As in Caffe, step(0) does nothing; the count is checked so that iter cannot overflow.
+             const int count = IntArg(iters, "step: iters", 0, INT_MAX - s.solver().iter());
+             s.Run([&] { s.solver().Step(count); });
+           },
+           py::arg("iters"))
       .def("solve", [](PySolver& s, py::object resume) {
-             s.Run([&] { s.solver().Solve(resume.is_none() ? "" : resume.cast<std::string>()); });
+             const std::string path = resume.is_none() ? "" : PathArg(resume, "solve: resume_file");
+             s.Run([&] { s.solver().Solve(path); });
            },
            py::arg("resume_file") = py::none())
       .def("apply_update", [](PySolver& s) { s.Run([&] { s.solver().UpdateFromCurrentGradients(); }); })
@@ -83,7 +92,11 @@ void DefineSolver(py::module_& m) {
         s.Run([&] { path = s.solver().Snapshot(); });
         return path;
       })
-      .def("restore", [](PySolver& s, const std::string& path) { s.Run([&] { s.solver().Restore(path); }); });
+      .def("restore", [](PySolver& s, py::object filename) {
+             const std::string path = PathArg(filename, "restore: filename");
+             s.Run([&] { s.solver().Restore(path); });
+           },
+           py::arg("filename"));
 }
 
 }  // namespace cortado::python

@@ -1,8 +1,11 @@
 """conftest.py: what the Python tests share: the package under test (from <build>/python, which CTest
 puts on PYTHONPATH), the mode fixture that runs a test on the CPU and, where one is at hand, the GPU,
-and small nets written as prototxt text."""
+small nets written as prototxt text, and what Caffe's own tests (test_caffe_<name>.py, vendored
+unchanged) need: `import caffe` giving this package, and their own module under Caffe's file name
+(test_<name>), where their nets' python_param finds their layers."""
 import os
 import pathlib
+import sys
 import textwrap
 
 import pytest
@@ -81,3 +84,17 @@ def mode(request):
 @pytest.fixture
 def tiny(tmp_path):
     return str(write_text(tmp_path, 'tiny.prototxt', TINY))
+
+
+# ---- Caffe's own tests, vendored unchanged as test_caffe_<name>.py ---------------------------------
+sys.modules.setdefault('caffe', cortado)  # their `import caffe`
+CAFFE_TEST_PREFIX = 'test_caffe_'
+
+
+@pytest.fixture(autouse=True)
+def caffe_test_module(request, monkeypatch):
+    """While a vendored Caffe test runs, its module is also test_<name>, its file name in Caffe's tree,
+    where the python_param of its nets finds its layers."""
+    name = request.module.__name__
+    if name.startswith(CAFFE_TEST_PREFIX):
+        monkeypatch.setitem(sys.modules, 'test_' + name[len(CAFFE_TEST_PREFIX):], request.module)

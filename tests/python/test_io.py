@@ -308,13 +308,13 @@ def test_transformer_deprocess_inverts_preprocess(with_mean):
 
 def test_transformer_errors():
     t = caffe_io.Transformer({'data': (1, 3, 4, 4)})
-    with pytest.raises(Exception, match='not one of the net inputs'):
+    with pytest.raises(KeyError, match="no input named 'label'"):
         t.preprocess('label', np.zeros((4, 4, 3)))
-    with pytest.raises(Exception, match='not one of the net inputs'):
+    with pytest.raises(KeyError, match="no input named 'nope'"):
         t.set_raw_scale('nope', 1.0)
-    with pytest.raises(Exception, match='Transpose order'):
+    with pytest.raises(ValueError, match='Transpose order'):
         t.set_transpose('data', (1, 0))
-    with pytest.raises(Exception, match='Channel swap'):
+    with pytest.raises(ValueError, match='Channel swap'):
         t.set_channel_swap('data', (1, 0))
     with pytest.raises(ValueError, match='Mean channels incompatible'):
         t.set_mean('data', np.zeros(4))

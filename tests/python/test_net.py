@@ -64,9 +64,9 @@ def test_forward_start_end_and_blobs(tiny, mode):
     out = net.forward(start='prob', blobs=['relu'])
     np.testing.assert_allclose(out['prob'], softmax(np.array([[1, 2, 3, 4], [0, 0, 0, 0]], np.float32)),
                                rtol=1e-5)
-    with pytest.raises(Exception, match='do not match net inputs'):
+    with pytest.raises(TypeError, match="unknown keyword argument 'nope'"):
         net.forward(nope=x)
-    with pytest.raises(Exception, match='batch sized'):
+    with pytest.raises(ValueError, match=r"input 'data' has shape \(2, 3\), not \(3, 3\)"):
         net.forward(data=np.zeros((3, 3), np.float32))
 
 
@@ -228,7 +228,7 @@ def test_errors_are_python_exceptions(tmp_path, tiny):
     bad = write_text(tmp_path, 'bad.prototxt', 'layer { name: "x" type: "Nope" top: "x" }\n')
     with pytest.raises(RuntimeError, match='Nope'):
         cortado.Net(str(bad), cortado.TEST)
-    with pytest.raises(cortado.CortadoError, match='phase'):
+    with pytest.raises(ValueError, match='phase'):
         cortado.Net(tiny, 7)
     net = cortado.Net(tiny, cortado.TEST)
     with pytest.raises(cortado.CortadoError, match='planned'):
