@@ -62,6 +62,36 @@ snapshot_prefix: "{prefix}"
 random_seed: 7
 """
 
+# DummyData gives x = 1 (2 x 3) and y = 0.5; ip = w.x + b with w = 0.2, b = 0: ip = 0.6, and the
+# Euclidean loss (1/2N) sum (ip - y)^2 has gradient 0.1 for every weight and for the bias. A solver's
+# net with nothing to read from outside.
+KNOWN_GRADIENT = """
+name: "known_gradient"
+layer { name: "x" type: "DummyData" top: "x" top: "y"
+        dummy_data_param { shape { dim: 2 dim: 3 } shape { dim: 2 dim: 1 }
+                           data_filler { type: "constant" value: 1 } data_filler { type: "constant" value: 0.5 } } }
+layer { name: "ip" type: "InnerProduct" bottom: "x" top: "ip"
+        inner_product_param { num_output: 1 weight_filler { type: "constant" value: 0.2 } } }
+layer { name: "loss" type: "EuclideanLoss" bottom: "ip" bottom: "y" top: "loss" }
+"""
+
+
+def known_gradient_solver(tmp_path, extra='', net=KNOWN_GRADIENT, prefix='snap'):
+    """tmp_path/solver.prototxt training `net` (tmp_path/net.prototxt): SGD at a fixed rate 0.1, 5
+    iterations, snapshots to tmp_path/<prefix>, and the solver fields in `extra`. Returns its path."""
+    net_path = write_text(tmp_path, 'net.prototxt', net)
+    return str(write_text(tmp_path, 'solver.prototxt', f"""
+        net: "{net_path}"
+        base_lr: 0.1
+        lr_policy: "fixed"
+        max_iter: 5
+        display: 0
+        snapshot_prefix: "{tmp_path}/{prefix}"
+        random_seed: 3
+        {extra}
+        """))
+
+
 GPU = None
 
 

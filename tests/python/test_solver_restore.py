@@ -8,7 +8,7 @@ import pytest
 import cortado
 from conftest import write_text
 
-# Two InnerProducts; OTHER differs from NET only in the second one's size (and the target's).
+# Two InnerProducts; `out` sets the second one's size (and the target's).
 NET = """
 name: "two_layers"
 layer { name: "x" type: "DummyData" top: "x" top: "y"
