@@ -11,10 +11,8 @@ The output format follows the output file's extension (.png, .svg, .pdf, ...;
 one without layers) or a drawing failure, 2 with a one-line message on bad
 arguments.
 """
-import contextlib
 import os
 import sys
-import tempfile
 from argparse import ArgumentParser, ArgumentDefaultsHelpFormatter
 
 PROG = os.path.basename(sys.argv[0]) if sys.argv and sys.argv[0] else \
@@ -107,26 +105,6 @@ def _read_net(path, caffe_pb2):
     return net
 
 
-def _write_whole(path, data):
-    """Write ``data`` to a temporary file beside ``path``, then rename it
-    over ``path``: a failure leaves the old file (or none), never half a
-    file."""
-    handle, temporary = tempfile.mkstemp(
-        dir=os.path.dirname(path) or '.',
-        prefix='.%s.' % os.path.basename(path), suffix='.partial')
-    try:
-        with os.fdopen(handle, 'wb') as out:
-            out.write(data)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-
-
 def main(argv=None):
     args = parse_args(argv)
     caffe, caffe_pb2 = _import_cortado()
@@ -147,9 +125,9 @@ def main(argv=None):
 
     print('Drawing net to %s' % out)
     try:
-        image = caffe.draw.draw_net(net, args.rankdir, extension[1:], phase,
+        # Written to a temporary file and renamed over `out` (draw.py).
+        caffe.draw.draw_net_to_file(net, out, args.rankdir, phase,
                                     args.display_lrm)
-        _write_whole(out, image)
     except OSError as e:
         _fail('cannot draw %s: %s' % (out, e.strerror or e))
     except (ValueError, RuntimeError) as e:

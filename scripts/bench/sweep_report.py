@@ -10,12 +10,14 @@ Rows whose status is not "ok" are left out of both. OUT.png is written whole or 
 that cannot be read, is not a sweep's or has no "ok" row, and an OUT.png that cannot be written, are
 one line on stderr and exit status 1.
 """
-import contextlib
 import csv
 import os
 import sys
-import tempfile
 from collections import defaultdict
+
+# tools/extra/atomic_file.py: files written whole or not at all.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', 'tools', 'extra'))
+import atomic_file  # noqa: E402
 
 try:
     import matplotlib
@@ -92,18 +94,9 @@ def plot(lines, path):
     ax.grid(True, which='both', alpha=0.3)
     ax.legend(fontsize='small')
     fig.tight_layout()
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or '.', suffix='.partial')
-    try:  # written beside path, then renamed over it
-        with os.fdopen(handle, 'wb') as f:
+    try:
+        with atomic_file.replacing(path, 'wb') as f:
             fig.savefig(f, dpi=80, format='png')
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)
-        os.replace(temporary, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
     finally:
         plt.close(fig)
 

@@ -1,4 +1,5 @@
-"""atomic_file.py: files written whole or not at all, for the log scripts beside it.
+"""atomic_file.py: files written whole or not at all, for the log scripts beside it and the benchmark
+scripts (scripts/bench/sweep_report.py, make_train_net.py).
 
     with atomic_file.replacing('out.csv', 'w', newline='') as f:
         f.write(...)
