@@ -29,6 +29,7 @@
 #include "cortado/cpu_engine.hpp"
 #include "cortado/error.hpp"
 #include "cortado/gpu.hpp"
+#include "cortado/hdf5.hpp"  // IsHdf5Path
 #include "cortado/io.hpp"
 #include "cortado/solver.hpp"
 #include "cortado/tool.hpp"
@@ -302,12 +303,9 @@ int DeviceQuery() {
 int Upgrade() {
   CORTADO_REQUIRE(!FLAGS_model.empty() && !FLAGS_output.empty(),
                   "upgrade needs --model=OLD.prototxt (or .caffemodel) and --output=NEW");
-  const auto ends_with = [](const std::string& s, const std::string& end) {
-    return s.size() >= end.size() && s.compare(s.size() - end.size(), end.size(), end) == 0;
-  };
-  CORTADO_REQUIRE(!ends_with(FLAGS_model, ".h5"), FLAGS_model, ": HDF5 weights are always in the current "
+  CORTADO_REQUIRE(!cortado::IsHdf5Path(FLAGS_model), FLAGS_model, ": HDF5 weights are always in the current "
                   "format; upgrade reads a prototxt or a binary .caffemodel");
-  const bool binary = ends_with(FLAGS_model, ".caffemodel");
+  const bool binary = cortado::PathEndsWith(FLAGS_model, ".caffemodel");
   cortado::NetParameter param;
   if (binary) {
     cortado::ReadProtoFromBinaryFile(FLAGS_model, &param);

@@ -24,13 +24,12 @@
 #include <vector>
 
 #include "cortado/cortado.pb.h"  // NetParameter, SolverState
+#include "cortado/io.hpp"          // PathEndsWith
 
 namespace cortado {
 
 // True for names ending in ".h5" (how Caffe and the solver tell an HDF5 snapshot).
-inline bool IsHdf5Path(const std::string& path) {
-  return path.size() >= 3 && path.compare(path.size() - 3, 3, ".h5") == 0;
-}
+inline bool IsHdf5Path(const std::string& path) { return PathEndsWith(path, ".h5"); }
 
 // False in a build without libhdf5 (every function below then throws).
 bool HaveHdf5Support();

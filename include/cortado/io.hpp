@@ -40,5 +40,7 @@ void WriteAtomically(const std::string& path, const std::string& bytes);
 std::string ReadWholeFile(const std::string& path);
 
 bool FileExists(const std::string& path);
+// Whether the path ends in `suffix` (".caffemodel", ".h5"): how the tools tell a file's kind by name.
+bool PathEndsWith(const std::string& path, const std::string& suffix);
 
 }  // namespace cortado

@@ -166,12 +166,10 @@ int Net::CopyTrainedLayersFrom(const NetParameter& trained) {
 NetParameter Net::ReadTrainedNet(const std::string& caffemodel_path) {
   const std::string& path = caffemodel_path;
   std::error_code ec;
-  for (const std::string end : {".solverstate", ".solverstate.h5"})
-    CORTADO_REQUIRE(!std::filesystem::is_regular_file(path, ec) || path.size() < end.size() ||
-                        path.compare(path.size() - end.size(), end.size(), end) != 0,
-                    path,
-                    " is a solver state, not weights: resume from it (trainer --snapshot, solver.restore); the "
-                    "weights are in the .caffemodel written with it");
+  CORTADO_REQUIRE(!std::filesystem::is_regular_file(path, ec) ||
+                      !(PathEndsWith(path, ".solverstate") || PathEndsWith(path, ".solverstate.h5")),
+                  path, " is a solver state, not weights: resume from it (trainer --snapshot, solver.restore); the "
+                  "weights are in the .caffemodel written with it");
   NetParameter trained;
   if (IsHdf5Path(caffemodel_path)) {
     trained = ReadNetParameterFromHdf5(caffemodel_path);  // Caffe's .caffemodel.h5 layout

@@ -216,6 +216,10 @@ bool FileExists(const std::string& path) {
   return std::filesystem::exists(path, ec);
 }
 
+bool PathEndsWith(const std::string& path, const std::string& suffix) {
+  return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
 void ReadProtoFromTextString(const std::string& text, pb::Message* message,
                              const std::string& name_for_errors) {
   FirstErrorCollector errors;
