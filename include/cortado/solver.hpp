@@ -62,8 +62,9 @@ class Solver {
   // rule by its type name, and the random seed in use (the one drawn when random_seed is -1).
   SolverParameter ResolvedParameter() const;
   // Has the first snapshot also write ResolvedParameter() and its train net as
-  // <prefix>_resolved_solver.prototxt and <prefix>_resolved_net.prototxt (trainer train does).
-  void WriteResolvedAtFirstSnapshot() { write_resolved_ = true; }
+  // <prefix>_resolved_solver.prototxt and <prefix>_resolved_net.prototxt (trainer train does). They are
+  // resolved now, after construction, so that a net file edited during a long run is not what they say.
+  void WriteResolvedAtFirstSnapshot();
 
   // Asks the loop to stop (or snapshot) at the end of the current iteration; safe from a signal handler.
   // With ranks, every rank stops (or snapshots) at the end of the first iteration in which any asked.
@@ -178,7 +179,7 @@ class Solver {
   std::unique_ptr<Arena> arena_;
   std::unique_ptr<GpuStepper> stepper_;  // GPU training steps
   int iter_ = 0;
-  bool write_resolved_ = false;
+  std::unique_ptr<SolverParameter> resolved_;  // for the first snapshot to write, then none
   std::vector<float> losses_;
   float smoothed_loss_ = 0;
   std::vector<std::vector<float>> last_test_scores_;

@@ -121,9 +121,9 @@ std::string Solver::Snapshot() {
   } else {
     WriteProtoToBinaryFile(state, state_path);
   }
-  if (write_resolved_) {
-    write_resolved_ = false;  // the first snapshot's
-    const SolverParameter resolved = ResolvedParameter();
+  if (resolved_) {
+    const SolverParameter resolved = *resolved_;
+    resolved_.reset();  // only the first snapshot writes them
     const std::string solver_path = SnapshotPrefix() + "_resolved_solver.prototxt";
     const std::string net_path = SnapshotPrefix() + "_resolved_net.prototxt";
     auto write = [&](const google::protobuf::Message& message, const std::string& path, const std::string& what) {
@@ -139,6 +139,8 @@ std::string Solver::Snapshot() {
   }
   return state_path;
 }
+
+void Solver::WriteResolvedAtFirstSnapshot() { resolved_ = std::make_unique<SolverParameter>(ResolvedParameter()); }
 
 SolverParameter Solver::ResolvedParameter() const {
   SolverParameter resolved(param_);
@@ -167,10 +169,7 @@ void Solver::Restore(const std::string& path) {
   } else {
     ReadProtoFromBinaryFile(path, &state);
   }
-  const auto ends_with = [&path](const std::string& end) {
-    return path.size() >= end.size() && path.compare(path.size() - end.size(), end.size(), end) == 0;
-  };
-  CORTADO_REQUIRE(!ends_with(".caffemodel") && !ends_with(".caffemodel.h5"), path, " is a weights file, not a "
+  CORTADO_REQUIRE(!PathEndsWith(path, ".caffemodel") && !PathEndsWith(path, ".caffemodel.h5"), path, " is a weights file, not a "
                   "solver state: resume from the .solverstate written with it, or fine-tune from it as weights "
                   "(trainer --weights, net.copy_from)");
   // Another message read as a SolverState keeps its fields as unknown ones (a .caffemodel's name, layers).
